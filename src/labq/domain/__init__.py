@@ -1,0 +1,1 @@
+"""The pure domain model: no database, no clock, no processes."""

@@ -1,0 +1,144 @@
+"""The canonical job description: what every job format is parsed into.
+
+Jobs are made of recipe sets (the unit of gang scheduling), recipes (what runs
+on one system) and tasks (one step of a recipe). The native YAML/JSON format is
+exactly this model; ``docs/job-format.md`` is its reference.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Final
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    WithJsonSchema,
+)
+from pydantic_core import PydanticCustomError
+
+from labq.domain import locks as lockdecl
+from labq.domain import requirements
+from labq.domain.priority import Priority
+from labq.domain.requirements import Requirement
+
+MAX_NAME: Final = 255
+MAX_COMMAND: Final = 64 * 1024
+
+
+def _read_priority(value: object) -> Priority:
+    if isinstance(value, bool) or not isinstance(value, str | Priority):
+        names = ", ".join(p.label for p in Priority)
+        raise ValueError(f"unknown priority {value!r} (expected one of {names})")
+    return Priority.parse(value)
+
+
+def _read_requirement(value: object) -> Requirement:
+    try:
+        return requirements.parse(value, path="")
+    except requirements.RequirementError as exc:
+        # ctx["path"] lets the error reporter point inside the expression
+        raise PydanticCustomError(
+            "requirement", "{problem}", {"problem": exc.problem, "path": exc.path.lstrip(".")}
+        ) from None
+
+
+def _read_locks(value: object) -> dict[str, Any]:
+    try:
+        return lockdecl.parse_locks(value)
+    except lockdecl.LockError as exc:
+        raise PydanticCustomError(
+            "locks", "{problem}", {"problem": exc.problem, "path": exc.path}
+        ) from None
+
+
+def _write_locks(value: dict[str, Any]) -> dict[str, Any]:
+    return {k: (v if isinstance(v, bool) else v.to_native()) for k, v in value.items()}
+
+
+PriorityField = Annotated[
+    Priority,
+    BeforeValidator(_read_priority),
+    PlainSerializer(lambda p: p.label, return_type=str),
+    WithJsonSchema({"enum": [p.label for p in Priority]}),
+]
+RequirementField = Annotated[
+    Requirement,
+    BeforeValidator(_read_requirement),
+    PlainSerializer(requirements.to_native, return_type=dict),
+    WithJsonSchema({"type": "object", "description": "host requirement expression"}),
+]
+LocksField = Annotated[
+    dict[str, Any],
+    BeforeValidator(_read_locks),
+    PlainSerializer(_write_locks, return_type=dict),
+    WithJsonSchema({"type": "object", "description": "lock declarations per level"}),
+]
+Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME)]
+ParamValue = str | int | float | bool
+
+
+class Spec(BaseModel):
+    """Shared settings: unknown keys are errors, values are not coerced across types."""
+
+    model_config = ConfigDict(extra="forbid", strict=False, frozen=True, str_strip_whitespace=False)
+
+
+class TaskSpec(Spec):
+    """One step of a recipe: a shell command, or a named task from the workspace."""
+
+    name: Name
+    run: Annotated[str, Field(min_length=1, max_length=MAX_COMMAND)] | None = None
+    params: dict[Name, ParamValue] = Field(default_factory=dict)
+    timeout: Annotated[int, Field(gt=0)] | None = None
+    role: Name | None = None
+
+
+class RecipeSpec(Spec):
+    """What runs on one system."""
+
+    role: Name | None = None
+    host: RequirementField = Field(default=requirements.ANY_SYSTEM)
+    force: Name | None = Field(
+        default=None, description="run on this system whatever its condition (Beaker force=)"
+    )
+    exclude: list[Name] = Field(default_factory=list)
+    tasks: list[TaskSpec] = Field(default_factory=list)
+    whiteboard: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class RecipeSetSpec(Spec):
+    """Recipes that start together, each on its own system, all in one lab."""
+
+    priority: PriorityField = Priority.NORMAL
+    max_retries: Annotated[int, Field(ge=0, le=1000)] = 0
+    max_time: Annotated[int, Field(gt=0)] | None = None
+    locks: LocksField = Field(default_factory=dict)
+    recipes: Annotated[list[RecipeSpec], Field(min_length=1)]
+
+
+class RefSpec(Spec):
+    """A workspace to pin: a git repository and branch, resolved to one commit."""
+
+    repo: Annotated[str, Field(min_length=1, max_length=4096)]
+    branch: Name = "main"
+    commit: Annotated[str, Field(pattern=r"^[0-9a-f]{7,64}$")] | None = None
+
+
+class JobSpec(Spec):
+    """A whole job, as submitted."""
+
+    whiteboard: str | None = None
+    group: Name | None = None
+    owner: Name | None = None
+    depends: list[int | Name] = Field(default_factory=list)
+    ref: RefSpec | None = None
+    recipe_sets: Annotated[list[RecipeSetSpec], Field(min_length=1)]
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    def canonical(self) -> dict[str, Any]:
+        """The native form, defaults included: what ``labq validate`` prints."""
+        return self.model_dump(mode="json")

@@ -1,0 +1,186 @@
+"""Lifecycles as data: one table of allowed moves per state machine.
+
+A move to the state something is already in is a no-op; a move the table does
+not list raises :class:`IllegalTransition`. The store enforces the same table a
+second time in its guarded ``UPDATE … WHERE state IN (…)``.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+from typing import Final, TypeVar
+
+from labq.errors import IllegalTransition
+
+S = TypeVar("S", bound=enum.Enum)
+
+
+class RecipeState(enum.Enum):
+    """Where a recipe is in its life. ``processed`` does not exist (seed 000)."""
+
+    NEW = "new"
+    QUEUED = "queued"
+    ASSIGNED = "assigned"
+    SCHEDULED = "scheduled"
+    WAITING = "waiting"
+    INSTALLING = "installing"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    CANCELLED = "cancelled"
+    ABORTED = "aborted"
+
+    @property
+    def is_final(self) -> bool:
+        """Completed, cancelled and aborted recipes never move again."""
+        return self in FINAL_RECIPE_STATES
+
+    @property
+    def holds_system(self) -> bool:
+        """Whether a recipe in this state has a system of its own."""
+        return self in SYSTEM_HOLDING_STATES
+
+
+class Usage(enum.Enum):
+    """What a system is doing (seed 000's explicit usage state machine)."""
+
+    IDLE = "idle"
+    PENDING = "pending"
+    SCHEDULED = "scheduled"
+    WAITING = "waiting"
+    INSTALLING = "installing"
+    RUNNING = "running"
+
+
+class Condition(enum.Enum):
+    """How a system may be used, as its admin says."""
+
+    AUTOMATED = "automated"
+    MANUAL = "manual"
+    BROKEN = "broken"
+    REMOVED = "removed"
+
+
+class Result(enum.Enum):
+    """The outcome of a task, recipe, set or job; worse results sort higher."""
+
+    PASS = "pass"  # noqa: S105 - a test result, not a password
+    WARN = "warn"
+    FAIL = "fail"
+
+    @property
+    def severity(self) -> int:
+        """Rank for "the worst result wins"."""
+        return _SEVERITY[self]
+
+
+_SEVERITY: Final = {Result.PASS: 0, Result.WARN: 1, Result.FAIL: 2}
+
+FINAL_RECIPE_STATES: Final = frozenset(
+    {RecipeState.COMPLETED, RecipeState.CANCELLED, RecipeState.ABORTED}
+)
+SYSTEM_HOLDING_STATES: Final = frozenset(
+    {RecipeState.SCHEDULED, RecipeState.WAITING, RecipeState.INSTALLING, RecipeState.RUNNING}
+)
+_ENDINGS: Final = frozenset({RecipeState.CANCELLED, RecipeState.ABORTED})
+
+# DESIGN.md § Lifecycles. Two release moves are added for DESIGN.md § No deadlock:
+# a held (scheduled, not started) recipe whose system a higher-ranked set takes
+# goes back to `assigned`; a set left holding no system goes back to `queued`.
+RECIPE_MOVES: Final[Mapping[RecipeState, frozenset[RecipeState]]] = {
+    RecipeState.NEW: frozenset({RecipeState.QUEUED, RecipeState.ASSIGNED, RecipeState.SCHEDULED})
+    | _ENDINGS,
+    RecipeState.QUEUED: frozenset({RecipeState.ASSIGNED, RecipeState.SCHEDULED}) | _ENDINGS,
+    RecipeState.ASSIGNED: frozenset({RecipeState.SCHEDULED, RecipeState.QUEUED}) | _ENDINGS,
+    RecipeState.SCHEDULED: frozenset({RecipeState.WAITING, RecipeState.ASSIGNED}) | _ENDINGS,
+    RecipeState.WAITING: frozenset({RecipeState.INSTALLING}) | _ENDINGS,
+    RecipeState.INSTALLING: frozenset({RecipeState.RUNNING}) | _ENDINGS,
+    RecipeState.RUNNING: frozenset({RecipeState.COMPLETED}) | _ENDINGS,
+    RecipeState.COMPLETED: frozenset(),
+    RecipeState.CANCELLED: frozenset(),
+    RecipeState.ABORTED: frozenset(),
+}
+
+# A system becomes pending when added or made automated (from idle) and when its
+# recipe ends (from any busy state); it drops to idle when nothing wants it or
+# when its condition stops being automated, whatever it was doing.
+USAGE_MOVES: Final[Mapping[Usage, frozenset[Usage]]] = {
+    Usage.IDLE: frozenset({Usage.PENDING, Usage.SCHEDULED}),
+    Usage.PENDING: frozenset({Usage.IDLE, Usage.SCHEDULED}),
+    Usage.SCHEDULED: frozenset({Usage.WAITING, Usage.PENDING, Usage.IDLE}),
+    Usage.WAITING: frozenset({Usage.INSTALLING, Usage.PENDING, Usage.IDLE}),
+    Usage.INSTALLING: frozenset({Usage.RUNNING, Usage.PENDING, Usage.IDLE}),
+    Usage.RUNNING: frozenset({Usage.PENDING, Usage.IDLE}),
+}
+
+# While a recipe holds a system, the system's usage mirrors the recipe's state.
+MIRRORED_USAGE: Final[Mapping[RecipeState, Usage]] = {
+    RecipeState.SCHEDULED: Usage.SCHEDULED,
+    RecipeState.WAITING: Usage.WAITING,
+    RecipeState.INSTALLING: Usage.INSTALLING,
+    RecipeState.RUNNING: Usage.RUNNING,
+}
+
+
+def check_recipe_move(current: RecipeState, target: RecipeState) -> bool:
+    """True when the move changes something, False for a repeat; raises if illegal."""
+    return _check(RECIPE_MOVES, current, target, "recipe")
+
+
+def check_usage_move(current: Usage, target: Usage) -> bool:
+    """True when the move changes something, False for a repeat; raises if illegal."""
+    return _check(USAGE_MOVES, current, target, "system usage")
+
+
+def _check(table: Mapping[S, frozenset[S]], current: S, target: S, what: str) -> bool:
+    if current is target:
+        return False
+    if target not in table[current]:
+        raise IllegalTransition(f"{what} cannot move from {current.value} to {target.value}")
+    return True
+
+
+def recipe_predecessors(target: RecipeState) -> frozenset[RecipeState]:
+    """Every state from which a recipe may move to ``target`` (for guarded updates)."""
+    return frozenset(s for s, nexts in RECIPE_MOVES.items() if target in nexts)
+
+
+def usage_predecessors(target: Usage) -> frozenset[Usage]:
+    """Every usage from which a system may move to ``target`` (for guarded updates)."""
+    return frozenset(s for s, nexts in USAGE_MOVES.items() if target in nexts)
+
+
+_PROGRESS: Final = (
+    RecipeState.NEW,
+    RecipeState.QUEUED,
+    RecipeState.ASSIGNED,
+    RecipeState.SCHEDULED,
+    RecipeState.WAITING,
+    RecipeState.INSTALLING,
+    RecipeState.RUNNING,
+)
+
+
+def derived_state(states: Iterable[RecipeState]) -> RecipeState:
+    """The state of a recipe set or job, derived from its recipes' states.
+
+    While anything is unfinished, the least advanced unfinished recipe speaks for
+    the whole (a set is only as far along as its slowest member). Once all have
+    ended: aborted if any aborted, else cancelled if any was, else completed.
+    """
+    seen = set(states)
+    if not seen:
+        return RecipeState.NEW
+    unfinished = [s for s in _PROGRESS if s in seen]
+    if unfinished:
+        return unfinished[0]
+    for ending in (RecipeState.ABORTED, RecipeState.CANCELLED):
+        if ending in seen:
+            return ending
+    return RecipeState.COMPLETED
+
+
+def worst_result(results: Iterable[Result | None]) -> Result | None:
+    """The worst of some results; None when none is known yet."""
+    known = [r for r in results if r is not None]
+    return max(known, key=lambda r: r.severity) if known else None

@@ -1,0 +1,100 @@
+"""The usage history of systems and the utilisation computed from it (seed 000).
+
+Every change of a system's usage or condition closes the system's open row and
+opens a new one. Times are seconds on whatever clock the caller keeps (the
+service's wall clock, the simulator's virtual one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Final
+
+from labq.domain.states import Condition, Usage
+
+BUSY: Final = frozenset({Usage.SCHEDULED, Usage.WAITING, Usage.INSTALLING, Usage.RUNNING})
+
+
+@dataclass(frozen=True)
+class UsageRecord:
+    """One stretch of time a system spent in one usage and condition."""
+
+    system: str
+    usage: Usage
+    condition: Condition
+    recipe: int | None
+    start: float
+    end: float | None = None  # None while it is the system's current row
+
+    def closed(self, at: float) -> UsageRecord:
+        """This row, ended at ``at``."""
+        return replace(self, end=at)
+
+
+class UsageHistory:
+    """An append-only list of usage rows with each system's open row at hand."""
+
+    def __init__(self) -> None:
+        self.rows: list[UsageRecord] = []
+        self._open: dict[str, int] = {}
+
+    def record(
+        self, system: str, usage: Usage, condition: Condition, recipe: int | None, now: float
+    ) -> UsageRecord:
+        """Close the system's open row at ``now`` and open one for its new state."""
+        index = self._open.get(system)
+        if index is not None:
+            current = self.rows[index]
+            if now < current.start:
+                raise ValueError(f"{system}: history cannot go back from {current.start} to {now}")
+            self.rows[index] = current.closed(now)
+        row = UsageRecord(system, usage, condition, recipe, now)
+        self._open[system] = len(self.rows)
+        self.rows.append(row)
+        return row
+
+    def current(self, system: str) -> UsageRecord | None:
+        """The system's open row."""
+        index = self._open.get(system)
+        return None if index is None else self.rows[index]
+
+    def of(self, system: str) -> list[UsageRecord]:
+        """Every row of one system, oldest first."""
+        return [r for r in self.rows if r.system == system]
+
+
+def time_in_usage(
+    rows: Iterable[UsageRecord], start: float, end: float, *, now: float | None = None
+) -> dict[Usage, float]:
+    """Seconds spent in each usage within ``[start, end)``, summed over the rows.
+
+    An open row counts up to ``now`` (or ``end`` when ``now`` is not given).
+    """
+    totals = dict.fromkeys(Usage, 0.0)
+    for row in rows:
+        row_end = row.end if row.end is not None else (end if now is None else now)
+        overlap = min(row_end, end) - max(row.start, start)
+        if overlap > 0:
+            totals[row.usage] += overlap
+    return totals
+
+
+def utilisation(
+    rows: Iterable[UsageRecord],
+    start: float,
+    end: float,
+    *,
+    busy: frozenset[Usage] = BUSY,
+    now: float | None = None,
+) -> float:
+    """The share of recorded time within ``[start, end)`` spent in a busy usage.
+
+    Works for one system's rows or a whole pool's: time a system has no row for
+    (before it was added) counts neither as busy nor as available.
+    """
+    totals = time_in_usage(rows, start, end, now=now)
+    recorded = sum(totals.values())
+    if recorded <= 0:
+        return 0.0
+    return sum(totals[u] for u in busy) / recorded

@@ -1,0 +1,47 @@
+"""Errors that labq reports to people, not as tracebacks."""
+
+from __future__ import annotations
+
+
+class LabqError(Exception):
+    """Base of every error labq reports in plain words."""
+
+
+class InputError(LabqError):
+    """Bad input: names the source, the place inside it and the problem."""
+
+    def __init__(self, problem: str, *, source: str = "", place: str = "", line: int | None = None):
+        self.problem = problem
+        self.source = source
+        self.place = place
+        self.line = line
+        super().__init__(self.describe())
+
+    def describe(self) -> str:
+        """One line: ``file:line: place: problem`` with the parts that are known."""
+        where = self.source
+        if self.line is not None:
+            where = f"{where}:{self.line}" if where else f"line {self.line}"
+        parts = [p for p in (where, self.place, self.problem) if p]
+        return ": ".join(parts)
+
+    def within(self, *, source: str | None = None, line: int | None = None) -> InputError:
+        """The same error, told where it happened when the raiser did not know."""
+        return InputError(
+            self.problem,
+            source=self.source or (source or ""),
+            place=self.place,
+            line=self.line if self.line is not None else line,
+        )
+
+
+class IllegalTransition(LabqError):  # noqa: N818 - the name says what it is
+    """A move that the lifecycle table forbids: a bug in the caller, never user input."""
+
+
+class ConflictError(LabqError):
+    """The stored state changed under us: the guarded update matched no row."""
+
+
+class NotFoundError(LabqError):
+    """A named object does not exist."""

@@ -1,0 +1,1 @@
+"""Job formats: native YAML/JSON, Beaker job XML and Teuthology-style YAML."""

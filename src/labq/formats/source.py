@@ -1,0 +1,228 @@
+"""Reading job documents safely, and telling people where they went wrong.
+
+Every reader here refuses oversized input, YAML alias bombs and duplicate keys,
+and keeps a map from document paths to line numbers so that an error found
+later (by validation) can still name the line.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+from pydantic import ValidationError
+
+from labq.errors import InputError
+
+MAX_DOCUMENT_BYTES: Final = 1024 * 1024
+MAX_YAML_NODES: Final = 100_000
+
+DocPath = tuple[str | int, ...]
+
+
+class LineMap:
+    """Line numbers of the places in a parsed document."""
+
+    def __init__(self) -> None:
+        self._lines: dict[DocPath, int] = {}
+
+    def add(self, path: DocPath, line: int) -> None:
+        """Remember that ``path`` starts on ``line`` (1-based)."""
+        self._lines.setdefault(path, line)
+
+    def line_of(self, path: DocPath) -> int | None:
+        """The line of ``path``, or of its nearest known parent."""
+        for end in range(len(path), -1, -1):
+            line = self._lines.get(path[:end])
+            if line is not None:
+                return line
+        return None
+
+
+def read_document(path: str | Path, *, limit: int = MAX_DOCUMENT_BYTES) -> str:
+    """The text of a job file, refusing what is missing, too big or not UTF-8."""
+    source = str(path)
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(limit + 1)
+    except FileNotFoundError:
+        raise InputError("no such file", source=source) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, not a job file", source=source) from None
+    except OSError as exc:
+        raise InputError(f"cannot be read: {exc.strerror}", source=source) from None
+    return decode_document(data, source=source, limit=limit)
+
+
+def decode_document(data: bytes, *, source: str, limit: int = MAX_DOCUMENT_BYTES) -> str:
+    """Bytes to text, refusing oversized or non-UTF-8 input."""
+    if len(data) > limit:
+        raise InputError(f"is larger than the limit of {limit} bytes", source=source)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"is not UTF-8 text (byte {exc.start})", source=source) from None
+
+
+def format_path(path: DocPath) -> str:
+    """``('recipe_sets', 0, 'recipes')`` as ``recipe_sets[0].recipes``."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+# --- YAML and JSON -----------------------------------------------------------
+
+
+def load_yaml(text: str, *, source: str) -> tuple[Any, LineMap]:
+    """Parse one YAML document into plain data and a line map."""
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            raise InputError("the document is empty", source=source)
+        _check_node_count(node, source)
+        lines = LineMap()
+        _map_lines(node, (), lines, source)
+        data = loader.construct_document(node)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        problem = exc.problem or exc.context or "cannot be parsed"
+        raise InputError(f"malformed YAML: {problem}", source=source, line=line) from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"malformed YAML: {exc}", source=source) from None
+    finally:
+        loader.dispose()
+    return data, lines
+
+
+def load_json(text: str, *, source: str) -> tuple[Any, LineMap]:
+    """Parse a JSON document; lines come from reading it again as YAML where that works."""
+    try:
+        data = json.loads(text, object_pairs_hook=_unique_keys)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"malformed JSON: {exc.msg}", source=source, line=exc.lineno) from None
+    except _DuplicateKeyError as exc:
+        raise InputError(f"duplicate key {exc.key!r}", source=source) from None
+    try:
+        _, lines = load_yaml(text, source=source)
+    except InputError:
+        lines = LineMap()
+    return data, lines
+
+
+class _DuplicateKeyError(ValueError):
+    def __init__(self, key: str):
+        self.key = key
+        super().__init__(key)
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKeyError(key)
+        out[key] = value
+    return out
+
+
+def _check_node_count(root: yaml.Node, source: str) -> None:
+    """Refuse documents whose aliases expand past MAX_YAML_NODES (a "billion laughs")."""
+    expanded: dict[int, int] = {}
+
+    def size(node: yaml.Node) -> int:
+        known = expanded.get(id(node))
+        if known is not None:
+            return known
+        expanded[id(node)] = 1  # guards against recursive aliases
+        total = 1
+        if isinstance(node, yaml.SequenceNode):
+            total += sum(size(child) for child in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            total += sum(size(k) + size(v) for k, v in node.value)
+        expanded[id(node)] = total
+        if total > MAX_YAML_NODES:
+            raise InputError(
+                f"the document expands to more than {MAX_YAML_NODES} nodes (an alias bomb?)",
+                source=source,
+                line=node.start_mark.line + 1,
+            )
+        return total
+
+    size(root)
+
+
+def _map_lines(node: yaml.Node, path: DocPath, lines: LineMap, source: str) -> None:
+    lines.add(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        seen: set[object] = set()
+        for key_node, value_node in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+            if key is not None:
+                if key in seen:
+                    raise InputError(
+                        f"duplicate key {key!r}",
+                        source=source,
+                        place=format_path(path),
+                        line=key_node.start_mark.line + 1,
+                    )
+                seen.add(key)
+                lines.add((*path, key), key_node.start_mark.line + 1)
+                _map_lines(value_node, (*path, key), lines, source)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, child in enumerate(node.value):
+            _map_lines(child, (*path, index), lines, source)
+
+
+# --- validation errors -------------------------------------------------------
+
+
+def validation_error(exc: ValidationError, *, source: str, lines: LineMap) -> InputError:
+    """The first problem pydantic found, as one plain-words error with its line."""
+    errors = exc.errors(include_url=False)
+    first = errors[0]
+    path: DocPath = tuple(p for p in first["loc"] if isinstance(p, str | int))
+    inner = (first.get("ctx") or {}).get("path")
+    if inner:
+        path = (*path, *_split_inner(str(inner)))
+    problem = _plain_message(first, path)
+    if len(errors) > 1:
+        problem += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
+    place = format_path(path)
+    return InputError(problem, source=source, place=place, line=lines.line_of(path))
+
+
+def _split_inner(text: str) -> list[str | int]:
+    out: list[str | int] = []
+    for part in text.replace("[", ".[").split("."):
+        if not part:
+            continue
+        if part.startswith("[") and part.endswith("]") and part[1:-1].isdigit():
+            out.append(int(part[1:-1]))
+        else:
+            out.append(part)
+    return out
+
+
+def _plain_message(error: Mapping[str, Any], path: DocPath) -> str:
+    kind = error["type"]
+    key = path[-1] if path else ""
+    if kind == "extra_forbidden":
+        return f"unknown key {key!r}"
+    if kind == "missing":
+        return f"missing required key {key!r}"
+    message = str(error["msg"])
+    for prefix in ("Value error, ", "Assertion failed, "):
+        message = message.removeprefix(prefix)
+    if kind == "too_short" and isinstance(error.get("input"), Sequence):
+        least = (error.get("ctx") or {}).get("min_length", 1)
+        return "must not be empty" if least == 1 else f"needs at least {least} entries"
+    return message[0].lower() + message[1:] if message[:1].isupper() else message
