@@ -67,7 +67,8 @@ class AccessPolicy:
     A pool that never had a rule is open to every group without a cap, and so is
     a system in no pool; once a pool has had a rule, only its rules count (taking
     the last one away closes the pool rather than opening it). Every group is
-    also a member of ``everybody``, so a rule for ``everybody`` applies to every job (seed 002: "Medium, Medium (any job)").
+    also a member of ``everybody``, so a rule for ``everybody`` applies to every
+    job (seed 002: "Medium, Medium (any job)").
     """
 
     rules: dict[str, dict[str, Priority]] = field(default_factory=dict)

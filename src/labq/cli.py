@@ -1,0 +1,98 @@
+"""The ``labq`` command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, Final
+
+import click
+
+from labq import __version__
+from labq.errors import LabqError
+from labq.formats.loader import FORMATS, Format, load_job
+
+EXIT_INPUT: Final = 2
+EXIT_INTERNAL: Final = 70
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="labq")
+def cli() -> None:
+    """labq: an event-driven job scheduler for test labs."""
+
+
+@cli.command()
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=False))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="auto",
+    show_default=True,
+    help="Job format; auto tells XML (Beaker) from Teuthology and native YAML/JSON.",
+)
+def validate(file: str, fmt: Format) -> None:
+    """Check a job file and print its canonical form as JSON."""
+    spec = load_job(file, fmt=fmt)
+    click.echo(json.dumps(spec.canonical(), indent=2, sort_keys=False))
+
+
+@cli.command()
+@click.option(
+    "--db",
+    "url",
+    envvar="LABQ_DB",
+    default=None,
+    help="Database URL (default: LABQ_DB, else a SQLite file in the user data directory).",
+)
+def init(url: str | None) -> None:
+    """Create the database schema, or upgrade it to the newest version."""
+    from sqlalchemy.engine import make_url
+
+    from labq.store import database
+
+    url = url or database.default_url()
+    revision = database.upgrade(url)
+    shown = make_url(url).render_as_string(hide_password=True)
+    click.echo(f"database ready at {shown} (schema {revision})")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run the command line; errors are one line on stderr, never a traceback."""
+    sys.exit(run(cli.main, argv))
+
+
+def run(command: Callable[..., Any], argv: Sequence[str] | None) -> int:
+    """Call a click command in standalone-off mode and turn every failure into an exit code."""
+    try:
+        command(args=list(argv) if argv is not None else None, standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("labq: interrupted", err=True)
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except LabqError as exc:
+        click.echo(f"labq: {exc}", err=True)
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        click.echo("labq: interrupted", err=True)
+        return 130
+    except Exception as exc:
+        if os.environ.get("LABQ_DEBUG"):
+            raise
+        click.echo(
+            f"labq: internal error: {type(exc).__name__}: {exc} (set LABQ_DEBUG=1 to see where)",
+            err=True,
+        )
+        return EXIT_INTERNAL
+    return 0
+
+
+if __name__ == "__main__":
+    main()
