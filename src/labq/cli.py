@@ -50,14 +50,27 @@ def validate(file: str, fmt: Format) -> None:
 )
 def init(url: str | None) -> None:
     """Create the database schema, or upgrade it to the newest version."""
-    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 
     from labq.store import database
 
     url = url or database.default_url()
-    revision = database.upgrade(url)
-    shown = make_url(url).render_as_string(hide_password=True)
-    click.echo(f"database ready at {shown} (schema {revision})")
+    try:
+        revision = database.upgrade(url)
+    except (ArgumentError, NoSuchModuleError, OperationalError) as exc:
+        raise LabqError(f"cannot open database {_shown_url(url)}: {exc.args[0]}") from None
+    click.echo(f"database ready at {_shown_url(url)} (schema {revision})")
+
+
+def _shown_url(url: str) -> str:
+    """A database URL fit to print: never its password."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "(an unreadable URL)"
 
 
 def main(argv: Sequence[str] | None = None) -> None:
