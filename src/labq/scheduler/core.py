@@ -1,0 +1,515 @@
+"""The event-driven scheduler (DESIGN.md § Scheduling): events in, decisions out.
+
+State lives in memory and is rebuilt by replaying submissions at start; the
+core never reads a clock (every event carries ``now``), a database or a process.
+
+How a free system is given away (the pending-system event), in the system's
+order (effective priority, nominal priority, weight, submit time, id):
+
+1. a set already holding systems in the lab takes it;
+2. a set that can start at once with it (and the lab's free systems) takes
+   them all, unless that delays a higher-ranked holder (EASY backfill);
+3. a set that may hold here (a hold slot is free, or it outranks the lowest
+   holder, whose holds it then takes back) starts holding with it;
+4. else the next candidate is asked; if none, the system goes idle.
+
+After every gain the holders of the lab are tried in rank order: a holder that
+can complete with free systems and systems held by lower-ranked holders takes
+them (wound-wait) and starts. Ranks do not depend on systems, so the best-ranked
+holder of a lab can always finish once enough systems stop running: no cycle of
+sets waiting on each other can form.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+
+from labq.domain.model import AccessPolicy
+from labq.domain.priority import Priority
+from labq.domain.states import Condition, RecipeState
+from labq.scheduler import decisions as d
+from labq.scheduler.backfill import delays_a_holder
+from labq.scheduler.consistency import repair
+from labq.scheduler.entries import (
+    RecipeEntry,
+    SchedulerConfig,
+    SetEntry,
+    SetSubmission,
+    SystemEntry,
+    ViabilityClass,
+)
+from labq.scheduler.index import ClassIndex, Queue, condition_allows
+from labq.scheduler.order import Rank, rank
+from labq.scheduler.placement import gang_match
+from labq.scheduler.retry import retry_decision
+
+Placement = dict[int, str]  # recipe id -> system
+
+
+class Scheduler:
+    """The scheduling core. Each public method is one event; it returns the decisions."""
+
+    def __init__(self, config: SchedulerConfig | None = None, policy: AccessPolicy | None = None):
+        self.config = config or SchedulerConfig()
+        self.policy = policy or AccessPolicy()
+        self.systems: dict[str, SystemEntry] = {}
+        self.sets: dict[int, SetEntry] = {}
+        self.recipes: dict[int, RecipeEntry] = {}
+        self.index = ClassIndex()
+        self.queue = Queue()
+        self.free: dict[str, set[str]] = {}  # lab -> systems holding no recipe (not removed)
+        self.holders: dict[str, set[int]] = {}  # lab -> sets holding systems, not started
+        self._out: list[d.Decision] = []
+        self._offers: deque[str] = deque()
+        self._pending: set[str] = set()
+        self._now = 0.0
+
+    # --- events ---------------------------------------------------------------
+
+    def add_system(self, system: SystemEntry, now: float) -> list[d.Decision]:
+        """A system joins a lab; an automated one is pending at once (seed 000)."""
+        self._begin(now)
+        if system.fqdn in self.systems:
+            raise ValueError(f"system {system.fqdn} is already known")
+        system.recipe = None
+        self.systems[system.fqdn] = system
+        self.index.add_system(system)
+        self.free.setdefault(system.lab, set())
+        self.holders.setdefault(system.lab, set())
+        if system.condition is not Condition.REMOVED:
+            self._make_pending(system.fqdn)
+        return self._finish()
+
+    def change_condition(self, fqdn: str, condition: Condition, now: float) -> list[d.Decision]:
+        """An admin changed a system's condition."""
+        self._begin(now)
+        system = self.systems[fqdn]
+        system.condition = condition
+        if system.recipe is not None:
+            holder = self.sets[self.recipes[system.recipe].set_id]
+            if not holder.started and not self._usable(system, self.recipes[system.recipe]):
+                self._release(self.recipes[system.recipe], f"{fqdn} became {condition.value}")
+                self._settle_holder(holder)
+        elif condition is Condition.REMOVED:
+            self.free[system.lab].discard(fqdn)
+            self._pending.discard(fqdn)
+        else:
+            self._make_pending(fqdn)
+        return self._finish()
+
+    def submit(self, sets: Sequence[SetSubmission], now: float) -> list[d.Decision]:
+        """The new-job event: try to place each new set on free systems."""
+        self._begin(now)
+        for submission in sets:
+            entry = self._register(submission)
+            self._place_new(entry)
+            self._drain()
+        return self._finish()
+
+    def started(self, set_id: int, now: float) -> list[d.Decision]:
+        """Nothing to decide: recorded so backfill can estimate when systems free up."""
+        self._begin(now)
+        entry = self.sets[set_id]
+        if entry.started_at is None:
+            entry.started_at = now
+        return self._finish()
+
+    def finish(
+        self, set_id: int, outcomes: Mapping[int, RecipeState], now: float
+    ) -> list[d.Decision]:
+        """A started set ended: each recipe completed, aborted or was cancelled."""
+        self._begin(now)
+        entry = self.sets[set_id]
+        aborted_on: dict[int, str] = {}
+        for recipe in entry.recipes:
+            outcome = outcomes.get(recipe.id, RecipeState.COMPLETED)
+            if not outcome.is_final:
+                raise ValueError(f"recipe {recipe.id} cannot finish as {outcome.value}")
+            if outcome is RecipeState.ABORTED and recipe.system is not None:
+                aborted_on[recipe.id] = recipe.system
+            recipe.state = outcome
+            self._free_system(recipe)
+        entry.finished = True
+        self._forget_holder(entry)
+        decision = retry_decision(self, entry, aborted_on)
+        if decision is not None:
+            self._out.append(decision)
+        self._drain()
+        return self._finish()
+
+    def cancel(
+        self, set_ids: Iterable[int], now: float, reason: str = "cancelled"
+    ) -> list[d.Decision]:
+        """Cancel sets: waiting ones at once, started ones by asking them to stop."""
+        self._begin(now)
+        for set_id in set_ids:
+            entry = self.sets[set_id]
+            if entry.finished:
+                continue
+            if entry.started:
+                self._out.append(d.Stop(set_id, reason))
+                continue
+            for recipe in entry.recipes:
+                recipe.state = RecipeState.CANCELLED
+                self._out.append(d.Cancel(recipe.id, set_id))
+                self._free_system(recipe)
+            entry.finished = True
+            self._forget_holder(entry)
+        self._drain()
+        return self._finish()
+
+    def change_priority(
+        self, set_ids: Iterable[int], priority: Priority, now: float
+    ) -> list[d.Decision]:
+        """A set's nominal priority changed: it is re-queued and may take free systems."""
+        self._begin(now)
+        for set_id in set_ids:
+            entry = self.sets[set_id]
+            if not entry.waiting:
+                continue
+            entry.priority = priority
+            entry.version += 1
+            self._requeue_all(entry)
+            if entry.lab is None:
+                self._place_new(entry)
+            else:
+                self._complete_holders(entry.lab)
+            self._drain()
+        return self._finish()
+
+    def consistency_pass(self, now: float) -> list[d.Decision]:
+        """The slow safety net: abort what can never run, repair holds that went bad."""
+        self._begin(now)
+        repair(self)
+        self._drain()
+        return self._finish()
+
+    # --- queries used by the policy modules and the tests -----------------------
+
+    @property
+    def now(self) -> float:
+        """The time of the event being handled."""
+        return self._now
+
+    def rank_of(self, entry: SetEntry) -> Rank:
+        """The set's global hold rank now."""
+        return rank(entry, self._now, self.config)
+
+    def klass(self, recipe: RecipeEntry) -> ViabilityClass:
+        """The viability class of a recipe."""
+        return self.index.classes[recipe.klass]
+
+    def viable_systems(
+        self, entry: SetEntry, recipe: RecipeEntry, lab: str | None = None
+    ) -> list[str]:
+        """Systems that may serve ``recipe`` now, whatever they are doing, in a stable order."""
+        out = []
+        for fqdn in self.index.systems_of[recipe.klass]:
+            system = self.systems[fqdn]
+            if (lab is None or system.lab == lab) and self._usable(system, recipe, entry):
+                out.append(fqdn)
+        return sorted(out)
+
+    # --- placing sets -------------------------------------------------------------
+
+    def _register(self, submission: SetSubmission) -> SetEntry:
+        if submission.id in self.sets:
+            raise ValueError(f"recipe set {submission.id} is already known")
+        recipes = []
+        for index, spec in enumerate(submission.recipes):
+            klass = ViabilityClass(spec.requirement, spec.excluded, spec.force)
+            key = self.index.add_class(klass, self.systems)
+            recipe = RecipeEntry(spec.id, submission.id, index, key, spec.role)
+            self.recipes[spec.id] = recipe
+            recipes.append(recipe)
+        entry = SetEntry(
+            id=submission.id,
+            job=submission.job,
+            priority=submission.priority,
+            submitted=submission.submitted,
+            recipes=recipes,
+            group=submission.group,
+            max_time=submission.max_time,
+            max_retries=submission.max_retries,
+            attempt=submission.attempt,
+            retry_of=submission.retry_of,
+        )
+        self.sets[entry.id] = entry
+        self._requeue_all(entry)
+        return entry
+
+    def _requeue_all(self, entry: SetEntry) -> None:
+        for key in {r.klass for r in entry.unplaced()}:
+            self.queue.push(entry, key)
+
+    def _place_new(self, entry: SetEntry) -> None:
+        """Start the set on free systems if it fits whole; else hold where allowed; else queue."""
+        best: tuple[int, str, Placement] | None = None
+        for lab in sorted(self.free):
+            placement = self._placement(entry, lab, self._available(lab))
+            if len(placement) == len(entry.unplaced()) and self._backfill_ok(entry, lab, placement):
+                self._start(entry, lab, placement)
+                return
+            if placement and (best is None or len(placement) > best[0]):
+                best = (len(placement), lab, placement)
+        if best is not None and self._may_hold(entry, best[1]):
+            self._hold(entry, best[1], best[2])
+            return
+        for recipe in entry.recipes:
+            if recipe.state is RecipeState.NEW:
+                recipe.state = RecipeState.QUEUED
+                self._out.append(d.Enqueue(recipe.id, entry.id))
+
+    def _available(self, lab: str) -> set[str]:
+        return self.free[lab] | {f for f in self._pending if self.systems[f].lab == lab}
+
+    def _placement(self, entry: SetEntry, lab: str, available: set[str]) -> Placement:
+        """A maximum matching of the set's unplaced recipes to ``available`` systems in ``lab``."""
+        unplaced = entry.unplaced()
+        by_class: dict[str, list[RecipeEntry]] = {}
+        for recipe in unplaced:
+            by_class.setdefault(recipe.klass, []).append(recipe)
+        candidates = {
+            key: sorted(
+                f
+                for f in self.index.systems_of[key] & available
+                if self.systems[f].lab == lab and self._usable(self.systems[f], recipes[0], entry)
+            )
+            for key, recipes in by_class.items()
+        }
+        given = gang_match({k: len(v) for k, v in by_class.items()}, candidates)
+        placement: Placement = {}
+        for key, systems in given.items():
+            for recipe, fqdn in zip(by_class[key], systems, strict=False):
+                placement[recipe.id] = fqdn
+        return placement
+
+    def _usable(
+        self, system: SystemEntry, recipe: RecipeEntry, entry: SetEntry | None = None
+    ) -> bool:
+        """Dynamic viability: condition and pool access (the class checked the rest)."""
+        entry = entry or self.sets[recipe.set_id]
+        if not condition_allows(system, self.index.classes[recipe.klass]):
+            return False
+        return self.policy.maximum(system.pools, entry.group) is not None
+
+    def _start(self, entry: SetEntry, lab: str, placement: Placement) -> None:
+        self._bind(entry, lab, placement)
+        self._forget_holder(entry)
+        entry.started_at = self._now
+        entry.held_since = None
+        self._out.append(d.Start(entry.id, lab))
+
+    def _hold(self, entry: SetEntry, lab: str, placement: Placement) -> None:
+        """Make the set a holder in ``lab`` with these systems; its other recipes are assigned."""
+        self.holders[lab].add(entry.id)
+        entry.held_since = self._now
+        self._bind(entry, lab, placement)
+        more = self._placement(entry, lab, self._available(lab))
+        if more:
+            self._bind(entry, lab, more)
+        for recipe in entry.recipes:
+            if recipe.system is None and recipe.state is not RecipeState.ASSIGNED:
+                recipe.state = RecipeState.ASSIGNED
+                self._out.append(d.Assign(recipe.id, entry.id))
+        self._complete_holders(lab)
+
+    def _bind(self, entry: SetEntry, lab: str, placement: Placement) -> None:
+        entry.lab = lab
+        for recipe_id, fqdn in placement.items():
+            recipe = self.recipes[recipe_id]
+            system = self.systems[fqdn]
+            if system.recipe is not None:
+                victim = self.recipes[system.recipe]
+                self._release(victim, f"taken by higher-ranked set {entry.id}")
+                self._settle_holder(self.sets[victim.set_id])
+            self.free[lab].discard(fqdn)
+            self._pending.discard(fqdn)
+            system.recipe = recipe_id
+            recipe.system = fqdn
+            recipe.state = RecipeState.SCHEDULED
+            self._out.append(d.Schedule(recipe_id, entry.id, fqdn))
+
+    # --- holds ---------------------------------------------------------------------
+
+    def _may_hold(self, entry: SetEntry, lab: str) -> bool:
+        """A free hold slot, or a lower-ranked holder whose slot this set may take."""
+        holders = self.holders[lab]
+        if len(holders) < self.config.holds_per_lab:
+            return True
+        if not holders:
+            return False
+        lowest = min(holders, key=lambda h: self.rank_of(self.sets[h]))
+        if self.rank_of(self.sets[lowest]) >= self.rank_of(entry):
+            return False
+        self._unhold(self.sets[lowest], f"its hold slot went to higher-ranked set {entry.id}")
+        return True
+
+    def _unhold(self, entry: SetEntry, reason: str) -> None:
+        """Give back everything a holder holds; its recipes go back to the queue."""
+        for recipe in entry.placed():
+            self._release(recipe, reason)
+        self._settle_holder(entry)
+
+    def _release(self, recipe: RecipeEntry, reason: str) -> None:
+        fqdn = recipe.system
+        assert fqdn is not None
+        self.systems[fqdn].recipe = None
+        recipe.system = None
+        recipe.state = RecipeState.ASSIGNED
+        self._out.append(d.Release(recipe.id, recipe.set_id, fqdn, reason))
+        self.queue.push(self.sets[recipe.set_id], recipe.klass)
+        if self.systems[fqdn].condition is not Condition.REMOVED:
+            self._make_pending(fqdn)
+
+    def _settle_holder(self, entry: SetEntry) -> None:
+        """A holder left with no system is a holder no more: back to the queue."""
+        if entry.placed() or entry.lab is None or entry.started or entry.finished:
+            return
+        self.holders[entry.lab].discard(entry.id)
+        self._admit(entry.lab)
+        entry.lab = None
+        entry.held_since = None
+        for recipe in entry.recipes:
+            if recipe.state is RecipeState.ASSIGNED:
+                recipe.state = RecipeState.QUEUED
+                self._out.append(d.Enqueue(recipe.id, entry.id))
+
+    def _forget_holder(self, entry: SetEntry) -> None:
+        if entry.lab is not None and entry.id in self.holders.get(entry.lab, set()):
+            self.holders[entry.lab].discard(entry.id)
+            self._admit(entry.lab)
+
+    def _complete_holders(self, lab: str) -> None:
+        """Holders, best rank first, complete from free systems and lower holders' holds."""
+        progress = True
+        while progress:
+            progress = False
+            ranked = sorted(
+                self.holders[lab], key=lambda h: self.rank_of(self.sets[h]), reverse=True
+            )
+            for position, holder_id in enumerate(ranked):
+                holder = self.sets[holder_id]
+                lower = {
+                    r.system
+                    for h in ranked[position + 1 :]
+                    for r in self.sets[h].placed()
+                    if r.system is not None
+                }
+                pool = self._available(lab) | lower
+                placement = self._placement(holder, lab, pool)
+                if len(placement) == len(holder.unplaced()):
+                    self._start(holder, lab, placement)
+                    progress = True
+                    break
+
+    def _admit(self, lab: str) -> None:
+        """A hold slot opened: offer the lab's idle systems again."""
+        for fqdn in sorted(self.free[lab]):
+            if fqdn not in self._pending:
+                self._offers.append(fqdn)
+
+    # --- the pending-system event ---------------------------------------------------
+
+    def _make_pending(self, fqdn: str) -> None:
+        system = self.systems[fqdn]
+        self.free[system.lab].discard(fqdn)
+        if fqdn not in self._pending:
+            self._pending.add(fqdn)
+            self._offers.append(fqdn)
+
+    def _free_system(self, recipe: RecipeEntry) -> None:
+        fqdn = recipe.system
+        if fqdn is None:
+            return
+        recipe.system = None
+        system = self.systems[fqdn]
+        system.recipe = None
+        if system.condition is not Condition.REMOVED:
+            self._make_pending(fqdn)
+
+    def _drain(self) -> None:
+        while self._offers:
+            fqdn = self._offers.popleft()
+            system = self.systems[fqdn]
+            if system.recipe is not None or system.condition is Condition.REMOVED:
+                self._pending.discard(fqdn)
+                continue
+            was_pending = fqdn in self._pending
+            if not self._offer(system) and was_pending:
+                self._pending.discard(fqdn)
+                self.free[system.lab].add(fqdn)
+                if system.condition is Condition.AUTOMATED:
+                    self._out.append(d.Idle(fqdn))
+
+    def _offer(self, system: SystemEntry) -> bool:
+        """Give one free system to the best candidate allowed to take it."""
+        lab = system.lab
+        classes = self.index.classes_of.get(system.fqdn, set())
+        candidates = self.queue.candidates(
+            system, classes, self.sets, self.policy, self._now, self.config
+        )
+        choice: tuple[str, SetEntry, Placement] | None = None
+        try:
+            for entry, key in candidates:
+                choice = self._consider(system, entry, key, lab)
+                if choice is not None:
+                    break
+        finally:
+            candidates.close()
+        if choice is None:
+            return False
+        how, entry, placement = choice
+        if how == "start":
+            self._start(entry, lab, placement)
+        elif how == "grow":
+            self._bind(entry, lab, placement)
+            self._complete_holders(lab)
+        elif self._may_hold(entry, lab):
+            self._hold(entry, lab, placement)
+        else:  # the slot went away while we looked (cannot happen: nothing changed)
+            return False
+        return True
+
+    def _consider(
+        self, system: SystemEntry, entry: SetEntry, key: str, lab: str
+    ) -> tuple[str, SetEntry, Placement] | None:
+        if entry.lab not in (None, lab) or not entry.waiting:
+            return None
+        recipe = next(r for r in entry.unplaced() if r.klass == key)
+        if not self._usable(system, recipe, entry):
+            return None
+        if entry.id in self.holders[lab]:
+            return ("grow", entry, {recipe.id: system.fqdn})
+        available = self._available(lab) | {system.fqdn}
+        placement = self._placement(entry, lab, available)
+        whole = len(placement) == len(entry.unplaced()) and system.fqdn in placement.values()
+        if whole and self._backfill_ok(entry, lab, placement):
+            return ("start", entry, placement)
+        if self._could_hold(entry, lab):
+            partial = {recipe.id: system.fqdn}
+            return ("hold", entry, partial)
+        return None
+
+    def _could_hold(self, entry: SetEntry, lab: str) -> bool:
+        holders = self.holders[lab]
+        if len(holders) < self.config.holds_per_lab:
+            return True
+        return any(self.rank_of(self.sets[h]) < self.rank_of(entry) for h in holders)
+
+    def _backfill_ok(self, entry: SetEntry, lab: str, placement: Placement) -> bool:
+        return not delays_a_holder(self, entry, lab, set(placement.values()))
+
+    # --- bookkeeping ---------------------------------------------------------------
+
+    def _begin(self, now: float) -> None:
+        if now < self._now:
+            raise ValueError(f"time went backwards: {now} < {self._now}")
+        self._now = now
+        self._out = []
+
+    def _finish(self) -> list[d.Decision]:
+        self._drain()
+        out, self._out = self._out, []
+        return out

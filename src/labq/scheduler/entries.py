@@ -1,0 +1,127 @@
+"""What the scheduling core knows of systems, recipe sets and recipes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from labq.domain.priority import Priority
+from labq.domain.requirements import Facts, Requirement, signature
+from labq.domain.states import Condition, RecipeState
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    """The knobs of the scheduling policy (DESIGN.md § Scheduling)."""
+
+    aging_bump_after: float | None = 3600.0  # seconds waited per priority level; None: no aging
+    aging_ceiling: Priority = Priority.HIGH
+    retry_hard_limit: int = 3
+    holds_per_lab: int = 2
+    holds_max_age: float | None = None  # seconds a set may hold systems without starting
+
+
+@dataclass(frozen=True)
+class ViabilityClass:
+    """Recipes that accept exactly the same systems: same requirement, excludes and force."""
+
+    requirement: Requirement
+    excluded: frozenset[str] = frozenset()
+    force: str | None = None
+
+    @property
+    def key(self) -> str:
+        """A text that is equal for equal classes (the index groups by it)."""
+        excluded = ",".join(sorted(self.excluded))
+        return f"{signature(self.requirement)}|{excluded}|{self.force or ''}"
+
+
+@dataclass
+class SystemEntry:
+    """A system as the core sees it."""
+
+    fqdn: str
+    lab: str
+    facts: Facts
+    pools: frozenset[str]
+    condition: Condition = Condition.AUTOMATED
+    recipe: int | None = None  # the recipe that holds it
+
+
+@dataclass
+class RecipeEntry:
+    """One recipe of a set."""
+
+    id: int
+    set_id: int
+    index: int
+    klass: str  # ViabilityClass.key
+    role: str | None = None
+    state: RecipeState = RecipeState.NEW
+    system: str | None = None
+
+
+@dataclass
+class SetEntry:
+    """A recipe set: the unit of gang scheduling."""
+
+    id: int
+    job: int
+    priority: Priority
+    submitted: float
+    recipes: list[RecipeEntry]
+    group: str | None = None
+    max_time: float | None = None
+    max_retries: int = 0
+    attempt: int = 1
+    retry_of: int | None = None
+    lab: str | None = None  # the lab it holds or runs in
+    held_since: float | None = None
+    started_at: float | None = None
+    finished: bool = False
+    weight: float = 0.0  # the predictive weight (seed 004); 0 until that issue
+    version: int = field(default=0)  # bumped when its place in the queue changes
+
+    @property
+    def started(self) -> bool:
+        """Whether every recipe got its system and the set was handed on to run."""
+        return self.started_at is not None
+
+    @property
+    def waiting(self) -> bool:
+        """Not started and not finished: it still wants systems."""
+        return not self.finished and self.started_at is None
+
+    def unplaced(self) -> list[RecipeEntry]:
+        """Recipes without a system yet."""
+        return [r for r in self.recipes if r.system is None]
+
+    def placed(self) -> list[RecipeEntry]:
+        """Recipes holding a system."""
+        return [r for r in self.recipes if r.system is not None]
+
+
+@dataclass(frozen=True)
+class RecipeSubmission:
+    """A recipe as handed to the core."""
+
+    id: int
+    requirement: Requirement
+    role: str | None = None
+    excluded: frozenset[str] = frozenset()
+    force: str | None = None
+
+
+@dataclass(frozen=True)
+class SetSubmission:
+    """A recipe set as handed to the core (by the service, the simulator or a test)."""
+
+    id: int
+    job: int
+    recipes: tuple[RecipeSubmission, ...]
+    priority: Priority = Priority.NORMAL
+    submitted: float = 0.0
+    group: str | None = None
+    max_time: float | None = None
+    max_retries: int = 0
+    attempt: int = 1
+    retry_of: int | None = None

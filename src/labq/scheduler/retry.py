@@ -1,0 +1,73 @@
+"""Re-scheduling aborted recipe sets on other systems (seed 003)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from labq.domain.states import Condition, RecipeState
+from labq.scheduler import decisions as d
+from labq.scheduler.entries import RecipeEntry, SetEntry, ViabilityClass
+from labq.scheduler.index import meets
+
+if TYPE_CHECKING:
+    from labq.scheduler.core import Scheduler
+
+
+def retry_decision(
+    s: Scheduler, entry: SetEntry, aborted_on: dict[int, str]
+) -> d.Retry | d.SetError | None:
+    """A clone with accumulated excludes, an error saying why there is none, or nothing.
+
+    Only sets that ended with an aborted recipe are retried, never cancelled ones,
+    and at most ``min(max_retries, retry.hard_limit)`` times.
+    """
+    if not aborted_on or any(r.state is RecipeState.CANCELLED for r in entry.recipes):
+        return None
+    if entry.attempt - 1 >= min(entry.max_retries, s.config.retry_hard_limit):
+        return None
+    excluded: dict[int, frozenset[str]] = {}
+    problems = []
+    for recipe in entry.recipes:
+        klass = s.klass(recipe)
+        if recipe.id not in aborted_on:
+            excluded[recipe.index] = klass.excluded
+            continue
+        avoid = klass.excluded | {aborted_on[recipe.id]}
+        excluded[recipe.index] = avoid
+        problem = _why_nothing_fits(
+            s, entry, recipe, ViabilityClass(klass.requirement, avoid, klass.force)
+        )
+        if problem:
+            problems.append(problem)
+    if problems:
+        return d.SetError(entry.id, "not re-scheduled: " + "; ".join(problems))
+    return d.Retry(entry.id, entry.attempt + 1, excluded)
+
+
+def _why_nothing_fits(
+    s: Scheduler, entry: SetEntry, recipe: RecipeEntry, klass: ViabilityClass
+) -> str:
+    """Empty when another system could serve the recipe, else the reason in plain words."""
+    matching = [
+        system
+        for system in s.systems.values()
+        if meets(system, ViabilityClass(klass.requirement, frozenset(), klass.force))
+    ]
+    others = [m for m in matching if m.fqdn not in klass.excluded]
+    usable = [
+        m
+        for m in others
+        if m.condition is Condition.AUTOMATED and s.policy.maximum(m.pools, entry.group) is not None
+    ]
+    if usable:
+        return ""
+    name = f"recipe {recipe.id}" + (f" (role {recipe.role})" if recipe.role else "")
+    avoided = ", ".join(sorted(klass.excluded))
+    reasons = []
+    for m in others:
+        if m.condition is not Condition.AUTOMATED:
+            reasons.append(f"{m.fqdn} is {m.condition.value}")
+        else:
+            reasons.append(f"{m.fqdn} is in no pool group {entry.group or 'everybody'} may use")
+    why = "; ".join(reasons) if reasons else "no other system matches its host requirements"
+    return f"{name} aborted and has no other system: it excludes {avoided}, and {why}"
