@@ -82,7 +82,8 @@ def test_bad_input_is_one_line_on_stderr_without_traceback(labq, tmp_path, name)
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
     assert "Traceback" not in result.stderr
-    assert name in lines[0] and where in lines[0]
+    assert name in lines[0]
+    assert where in lines[0]
     assert problem in lines[0]
     assert "root:" not in result.stderr  # an external entity was never read
 

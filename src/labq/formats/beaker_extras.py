@@ -1,0 +1,138 @@
+"""Beaker recipe elements that labq keeps as recipe metadata.
+
+These steer provisioning (kickstart, packages, repositories, partitions) or
+the lab's behaviour around a recipe (watchdog, reservation). labq's scheduler
+does not act on them; they travel with the recipe for the provisioning backend,
+checked for shape so that a typo is reported rather than carried along.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any, Final
+
+from lxml import etree
+
+from labq.formats.xmltree import XmlDoc
+
+_DIGITS: Final = re.compile(r"[0-9]+")
+_RESERVE_WHEN: Final = ("always", "onabort", "onfail", "onwarn")
+_PANIC: Final = ("ignore", "None")
+_BOOLEAN: Final = {"true": True, "1": True, "false": False, "0": False}
+
+
+def _watchdog(doc: XmlDoc, el: etree._Element) -> dict[str, Any]:
+    attrs = doc.attributes(el, ("panic",))
+    doc.leaf(el)
+    panic = attrs.get("panic")
+    if panic is not None and panic not in _PANIC:
+        raise doc.error(el, f"<watchdog> panic must be 'ignore' or 'None', not {panic!r}")
+    return attrs
+
+
+def _reservesys(doc: XmlDoc, el: etree._Element) -> dict[str, Any]:
+    attrs = doc.attributes(el, ("duration", "when"))
+    doc.leaf(el)
+    out: dict[str, Any] = {}
+    if "duration" in attrs:
+        out["duration"] = integer(doc, el, "duration", attrs["duration"], least=1)
+    when = attrs.get("when")
+    if when is not None:
+        if when not in _RESERVE_WHEN:
+            raise doc.error(
+                el, f"<reservesys> when must be one of {', '.join(_RESERVE_WHEN)}, not {when!r}"
+            )
+        out["when"] = when
+    return out
+
+
+def _autopick(doc: XmlDoc, el: etree._Element) -> dict[str, Any]:
+    attrs = doc.attributes(el, ("random",))
+    doc.leaf(el)
+    if "random" not in attrs:
+        return {}
+    word = attrs["random"].strip().lower()
+    if word not in _BOOLEAN:
+        raise doc.error(el, f"<autopick> random must be true or false, not {attrs['random']!r}")
+    return {"random": _BOOLEAN[word]}
+
+
+def _items(
+    doc: XmlDoc, el: etree._Element, tag: str, read: Callable[[etree._Element], Any]
+) -> list[Any]:
+    doc.attributes(el, ())
+    out = []
+    for child in doc.children(el):
+        if child.tag != tag:
+            raise doc.unknown(child)
+        out.append(read(child))
+    return out
+
+
+def _packages(doc: XmlDoc, el: etree._Element) -> list[Any]:
+    def package(child: etree._Element) -> str:
+        attrs = doc.attributes(child, ("name",))
+        doc.leaf(child)
+        return doc.required(child, attrs, "name")
+
+    return _items(doc, el, "package", package)
+
+
+def _repos(doc: XmlDoc, el: etree._Element) -> list[Any]:
+    def repo(child: etree._Element) -> dict[str, str]:
+        attrs = doc.attributes(child, ("name", "url"))
+        doc.leaf(child)
+        return {
+            "name": doc.required(child, attrs, "name"),
+            "url": doc.required(child, attrs, "url"),
+        }
+
+    return _items(doc, el, "repo", repo)
+
+
+def _ks_appends(doc: XmlDoc, el: etree._Element) -> list[Any]:
+    def ks_append(child: etree._Element) -> str:
+        doc.attributes(child, ())
+        return doc.text(child)
+
+    return _items(doc, el, "ks_append", ks_append)
+
+
+def _partitions(doc: XmlDoc, el: etree._Element) -> list[Any]:
+    def partition(child: etree._Element) -> dict[str, Any]:
+        attrs = doc.attributes(child, ("fs", "name", "type", "size"))
+        doc.leaf(child)
+        out: dict[str, Any] = {"name": doc.required(child, attrs, "name")}
+        out["size"] = integer(doc, child, "size", doc.required(child, attrs, "size"), least=1)
+        out.update({k: attrs[k] for k in ("fs", "type") if k in attrs})
+        return out
+
+    return _items(doc, el, "partition", partition)
+
+
+def _kickstart(doc: XmlDoc, el: etree._Element) -> str:
+    doc.attributes(el, ())
+    return doc.text(el)
+
+
+EXTRAS: Final[dict[str, Callable[[XmlDoc, etree._Element], Any]]] = {
+    "watchdog": _watchdog,
+    "reservesys": _reservesys,
+    "autopick": _autopick,
+    "packages": _packages,
+    "repos": _repos,
+    "ks_appends": _ks_appends,
+    "partitions": _partitions,
+    "kickstart": _kickstart,
+}
+
+
+def integer(doc: XmlDoc, el: etree._Element, name: str, text: str, *, least: int = 0) -> int:
+    """A whole-number attribute, at least ``least``."""
+    if not _DIGITS.fullmatch(text.strip()):
+        raise doc.error(el, f"{name} on <{el.tag}> must be a whole number, not {text!r}")
+    value = int(text)
+    if value < least:
+        raise doc.error(el, f"{name} on <{el.tag}> must be at least {least}, not {value}")
+    return value

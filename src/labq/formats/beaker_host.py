@@ -1,0 +1,231 @@
+"""Beaker ``<hostRequires>`` and ``<distroRequires>`` as native requirement mappings.
+
+Children of a container hold together (implicit AND); ``<and>``, ``<or>`` and
+``<not>`` nest. A leaf such as ``<memory op=">=" value="4096"/>`` becomes one
+comparison on a labq system property (``memory_mb``). As in Beaker, an empty
+``<and/>``, ``<or/>`` or ``<not/>`` imposes no constraint and is ignored by its
+parent. ``docs/job-format-beaker.md`` has the full table.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from lxml import etree
+
+from labq.formats.xmltree import XmlDoc
+
+Kind = Literal["label", "text", "number", "bool", "any"]
+Native = dict[str, Any]
+
+BEAKER_OPS: Final = ("=", "==", "!=", "<", "<=", ">", ">=", "like")
+_EQUALITY: Final = frozenset({"=", "==", "!=", "like"})
+_INTEGER: Final = re.compile(r"^[+-]?\d+$")
+_DECIMAL: Final = re.compile(r"^[+-]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?$")
+_PROPERTY_NAME: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:/-]*$")
+_TRUE: Final = frozenset({"true", "1"})
+_FALSE: Final = frozenset({"false", "0"})
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """A leaf element: the labq property it compares and how its value reads.
+
+    ``label`` and ``bool`` take only equality operators (Beaker's ``equality_op``);
+    ``number`` values must be numbers; ``any`` turns numeric-looking text into a number.
+    """
+
+    prop: str
+    kind: Kind
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The elements allowed at one level of a requirement tree."""
+
+    leaves: Mapping[str, Leaf]
+    unsupported: frozenset[str] = frozenset()
+    nested: Mapping[str, str] = field(default_factory=dict)  # container -> scope name
+
+
+_SYSTEM = Scope(
+    leaves={
+        "name": Leaf("fqdn", "label"),
+        "memory": Leaf("memory_mb", "number"),
+        "arch": Leaf("arch", "label"),
+        "type": Leaf("system_type", "label"),
+        "model": Leaf("model", "label"),
+        "vendor": Leaf("vendor", "label"),
+        "lender": Leaf("lender", "label"),
+        "numanodes": Leaf("numa_nodes", "number"),
+        "hypervisor": Leaf("hypervisor", "label"),
+        "owner": Leaf("owner", "label"),
+        "location": Leaf("location", "label"),
+    },
+    unsupported=frozenset({"added", "user", "loaned", "powertype", "serial", "status"}),
+)
+_CPU = Scope(
+    leaves={
+        "processors": Leaf("cpus", "number"),
+        "cores": Leaf("cpu_cores", "number"),
+        "sockets": Leaf("cpu_sockets", "number"),
+        "speed": Leaf("cpu_speed", "number"),
+        "vendor": Leaf("cpu_vendor", "label"),
+        "model": Leaf("cpu_model", "number"),
+        "model_name": Leaf("cpu_model_name", "label"),
+        "family": Leaf("cpu_family", "number"),
+        "stepping": Leaf("cpu_stepping", "number"),
+        "hyper": Leaf("cpu_hyper", "bool"),
+        "flag": Leaf("cpu_flag", "label"),
+    },
+)
+_HOST = Scope(
+    leaves={
+        "hostname": Leaf("fqdn", "label"),
+        "host": Leaf("fqdn", "label"),
+        "labcontroller": Leaf("lab", "label"),
+        "hostlabcontroller": Leaf("lab", "label"),
+        "arch": Leaf("arch", "label"),
+        "memory": Leaf("memory_mb", "number"),
+        "system_type": Leaf("system_type", "label"),
+        "pool": Leaf("pool", "label"),
+        "cpu_count": Leaf("cpus", "number"),
+        "numa_node_count": Leaf("numa_nodes", "number"),
+        "hypervisor": Leaf("hypervisor", "label"),
+    },
+    unsupported=frozenset({"device", "disk", "group", "auto_prov"}),
+    nested={"system": "system", "cpu": "cpu"},
+)
+_DISTRO_NAMES: Final = ("family", "name", "tag", "variant", "arch", "method", "labcontroller")
+_DISTRO = Scope(
+    leaves={
+        **{n: Leaf(n, "text") for n in _DISTRO_NAMES},
+        **{f"distro_{n}": Leaf(n, "text") for n in _DISTRO_NAMES if n != "labcontroller"},
+        "distrolabcontroller": Leaf("labcontroller", "text"),
+        "distro_virt": Leaf("virt", "text"),
+    },
+)
+_SCOPES: Final = {"host": _HOST, "system": _SYSTEM, "cpu": _CPU, "distro": _DISTRO}
+
+
+def host_requirement(doc: XmlDoc, el: etree._Element) -> Native:
+    """The native requirement for the children of ``<hostRequires>``."""
+    return _conjunction(doc, el, _HOST) or {}
+
+
+def distro_requirement(doc: XmlDoc, el: etree._Element) -> Native:
+    """``<distroRequires>`` in the same mapping form, for recipe metadata."""
+    return _conjunction(doc, el, _DISTRO) or {}
+
+
+def plain_arch(distro: Native) -> str | None:
+    """The arch a distro condition asks for outright (not under ``or``/``not``)."""
+    arch = distro.get("arch")
+    if isinstance(arch, str):
+        return arch
+    for term in distro.get("and", []):
+        found = plain_arch(term)
+        if found is not None:
+            return found
+    return None
+
+
+def _conjunction(doc: XmlDoc, el: etree._Element, scope: Scope) -> Native | None:
+    terms = [t for c in doc.children(el) if (t := _condition(doc, c, scope)) is not None]
+    return _combine("and", terms)
+
+
+def all_of(terms: list[Native]) -> Native:
+    """Native terms that must all hold, as one mapping (``{}`` when there are none)."""
+    return _combine("and", terms) or {}
+
+
+def _combine(kind: str, terms: list[Native]) -> Native | None:
+    if not terms:
+        return None  # Beaker: an empty combiner is no constraint at all
+    if len(terms) == 1:
+        return terms[0]
+    flat: list[Native] = []
+    for term in terms:  # (a and (b and c)) is (a and b and c): keep the form flat
+        nested = term.get(kind) if len(term) == 1 else None
+        flat.extend(nested if isinstance(nested, list) else [term])
+    return {kind: flat}
+
+
+def _condition(doc: XmlDoc, el: etree._Element, scope: Scope) -> Native | None:
+    tag = str(el.tag)
+    if tag in ("and", "or", "not"):
+        doc.attributes(el, ())
+        if tag == "or":
+            terms = [t for c in doc.children(el) if (t := _condition(doc, c, scope)) is not None]
+            return _combine("or", terms)
+        inner = _conjunction(doc, el, scope)
+        return inner if tag == "and" or inner is None else {"not": inner}
+    if tag in scope.nested:
+        doc.attributes(el, ())
+        return _conjunction(doc, el, _SCOPES[scope.nested[tag]])
+    if tag == "key_value" and scope is _HOST:
+        return _key_value(doc, el)
+    leaf = scope.leaves.get(tag)
+    if leaf is not None:
+        attrs = doc.attributes(el, ("op", "value"))
+        return _compare(doc, el, leaf.prop, leaf.kind, attrs)
+    if tag in scope.unsupported:
+        raise doc.error(el, f"<{tag}> is not supported yet")
+    raise doc.unknown(el)
+
+
+def _key_value(doc: XmlDoc, el: etree._Element) -> Native:
+    attrs = doc.attributes(el, ("key", "op", "value"))
+    key = doc.required(el, attrs, "key")
+    if key in ("and", "or", "not") or not _PROPERTY_NAME.match(key):
+        raise doc.error(el, f"{key!r} cannot be used as a key_value key")
+    return _compare(doc, el, key, "any", attrs)
+
+
+def _compare(
+    doc: XmlDoc, el: etree._Element, prop: str, kind: Kind, attrs: dict[str, str]
+) -> Native:
+    doc.leaf(el)
+    op = attrs.get("op", "=").strip()
+    if op not in BEAKER_OPS:
+        raise doc.error(
+            el, f"unknown operator {op!r} on <{el.tag}> (expected one of {' '.join(BEAKER_OPS)})"
+        )
+    if (kind in ("label", "bool") and op not in _EQUALITY) or (kind == "bool" and op == "like"):
+        allowed = "=, == or !=" if kind == "bool" else "=, ==, != or like"
+        raise doc.error(el, f"<{el.tag}> can only be compared with {allowed}, not {op!r}")
+    if "value" not in attrs:
+        raise doc.error(el, f"<{el.tag}> needs the attribute value")
+    value = _value(doc, el, kind, op, attrs["value"])
+    op = "=" if op == "==" else op
+    return {prop: value if op == "=" else {op: value}}
+
+
+def _value(
+    doc: XmlDoc, el: etree._Element, kind: Kind, op: str, text: str
+) -> str | int | float | bool:
+    if kind == "bool":
+        word = text.strip().lower()
+        if word in _TRUE | _FALSE:
+            return word in _TRUE
+        raise doc.error(el, f"<{el.tag}> needs true or false, got {text!r}")
+    if kind in ("label", "text") or op == "like":
+        return text
+    number = _number(text.strip())
+    if number is not None:
+        return number
+    if kind == "number":
+        raise doc.error(el, f"<{el.tag}> compares numbers, got {text!r}")
+    return text
+
+
+def _number(text: str) -> int | float | None:
+    if _INTEGER.match(text):
+        return int(text)
+    if _DECIMAL.match(text):
+        return float(text)
+    return None

@@ -1,0 +1,208 @@
+"""Beaker job XML read into the canonical model.
+
+The document is parsed safely (no DTD, no entities, no network), walked
+strictly (an unknown element or attribute is an error, never dropped) and
+translated into the native form, which is validated like any native job.
+``docs/job-format-beaker.md`` is the reference.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from lxml import etree
+
+from labq.domain.job import JobSpec
+from labq.domain.priority import Priority
+from labq.formats import beaker_host
+from labq.formats.beaker_extras import EXTRAS, integer
+from labq.formats.origins import Origins
+from labq.formats.source import DocPath
+from labq.formats.xmltree import XmlDoc, load_xml
+
+RECIPE_SET_TAGS: Final = ("recipeSet", "RecipeSet")
+_NOT_SUPPORTED: Final = frozenset({"guestrecipe", "guestname"})
+_RECIPE_METADATA_ATTRS: Final = ("ks_meta", "kernel_options", "kernel_options_post")
+_NO_ROLE: Final = "None"  # what Beaker writes for "no role" when it clones a job
+
+
+def parse_beaker(text: str, *, source: str) -> JobSpec:
+    """Read a Beaker job XML document into a validated JobSpec, or raise InputError."""
+    doc = load_xml(text, source=source)
+    origins = Origins(source)
+    return origins.validate(_Reader(doc, origins).job(doc.root))
+
+
+class _Reader:
+    def __init__(self, doc: XmlDoc, origins: Origins) -> None:
+        self.doc = doc
+        self.origins = origins
+
+    def note(self, path: DocPath, el: etree._Element) -> None:
+        self.origins.add(path, self.doc.line(el), self.doc.place(el))
+
+    def job(self, el: etree._Element) -> dict[str, Any]:
+        doc = self.doc
+        if el.tag != "job":
+            raise doc.error(el, f"the document must be a <job>, not <{el.tag}>")
+        attrs = doc.attributes(el, ("group", "retention_tag", "product"))
+        self.note((), el)
+        data: dict[str, Any] = {"recipe_sets": []}
+        metadata: dict[str, Any] = {k: attrs[k] for k in ("retention_tag", "product") if k in attrs}
+        if "group" in attrs:
+            data["group"] = attrs["group"]
+        seen: set[str] = set()
+        for child in doc.children(el):
+            if child.tag in RECIPE_SET_TAGS:
+                index = len(data["recipe_sets"])
+                data["recipe_sets"].append(self.recipe_set(child, ("recipe_sets", index)))
+                continue
+            doc.once(child, el, seen)
+            if child.tag == "whiteboard":
+                doc.attributes(child, ())
+                data["whiteboard"] = doc.text(child) or None
+            elif child.tag == "notify":
+                metadata["cc"] = self.notify(child)
+            else:
+                raise doc.unknown(child)
+        if not data["recipe_sets"]:
+            raise doc.error(el, "<job> has no <recipeSet>")
+        data["metadata"] = metadata
+        return data
+
+    def notify(self, el: etree._Element) -> list[str]:
+        doc = self.doc
+        doc.attributes(el, ())
+        out = []
+        for child in doc.children(el):
+            if child.tag != "cc":
+                raise doc.unknown(child)
+            doc.attributes(child, ())
+            out.append(doc.text(child))
+        return out
+
+    def recipe_set(self, el: etree._Element, path: DocPath) -> dict[str, Any]:
+        doc = self.doc
+        attrs = doc.attributes(el, ("priority", "max_retries"))
+        self.note(path, el)
+        out: dict[str, Any] = {"recipes": []}
+        if "priority" in attrs:
+            out["priority"] = _priority(doc, el, attrs["priority"])
+        if "max_retries" in attrs:
+            out["max_retries"] = integer(doc, el, "max_retries", attrs["max_retries"])
+        for child in doc.children(el):
+            if child.tag != "recipe":
+                raise self.refuse(child)
+            index = len(out["recipes"])
+            out["recipes"].append(self.recipe(child, (*path, "recipes", index)))
+        if not out["recipes"]:
+            raise doc.error(el, f"<{el.tag}> has no <recipe>")
+        return out
+
+    def recipe(self, el: etree._Element, path: DocPath) -> dict[str, Any]:
+        doc = self.doc
+        attrs = doc.attributes(el, ("role", "whiteboard", *_RECIPE_METADATA_ATTRS))
+        self.note(path, el)
+        out: dict[str, Any] = {"tasks": []}
+        if attrs.get("role", _NO_ROLE) != _NO_ROLE:
+            out["role"] = attrs["role"]
+        if "whiteboard" in attrs:
+            out["whiteboard"] = attrs["whiteboard"]
+        metadata: dict[str, Any] = {k: attrs[k] for k in _RECIPE_METADATA_ATTRS if k in attrs}
+        host: dict[str, Any] = {}
+        seen: set[str] = set()
+        for child in doc.children(el):
+            tag = str(child.tag)
+            if tag == "task":
+                index = len(out["tasks"])
+                out["tasks"].append(self.task(child, (*path, "tasks", index)))
+                continue
+            doc.once(child, el, seen)
+            if tag == "hostRequires":
+                self.note((*path, "host"), child)
+                host = self.host_requires(child, out)
+            elif tag == "distroRequires":
+                doc.attributes(child, ())
+                metadata["distro_requires"] = beaker_host.distro_requirement(doc, child)
+            elif tag in EXTRAS:
+                metadata[tag] = EXTRAS[tag](doc, child)
+            else:
+                raise self.refuse(child)
+        out["host"] = _with_distro_arch(host, metadata.get("distro_requires"), out)
+        out["metadata"] = metadata
+        return out
+
+    def host_requires(self, el: etree._Element, recipe: dict[str, Any]) -> dict[str, Any]:
+        doc = self.doc
+        attrs = doc.attributes(el, ("force",))
+        if "force" not in attrs:
+            return beaker_host.host_requirement(doc, el)
+        force = doc.required(el, attrs, "force")
+        if doc.children(el):
+            raise doc.error(
+                el, "<hostRequires force=...> cannot have other host requirements (nor in Beaker)"
+            )
+        recipe["force"] = force
+        return {"fqdn": force}
+
+    def task(self, el: etree._Element, path: DocPath) -> dict[str, Any]:
+        doc = self.doc
+        attrs = doc.attributes(el, ("name", "role"))
+        self.note(path, el)
+        out: dict[str, Any] = {"name": doc.required(el, attrs, "name")}
+        if attrs.get("role", _NO_ROLE) != _NO_ROLE:
+            out["role"] = attrs["role"]
+        seen: set[str] = set()
+        for child in doc.children(el):
+            doc.once(child, el, seen)
+            if child.tag == "params":
+                self.note((*path, "params"), child)
+                out["params"] = self.params(child)
+            elif child.tag == "fetch":
+                raise doc.error(
+                    child,
+                    "<fetch> is not supported yet (labq runs named tasks from the job's workspace)",
+                )
+            else:
+                raise doc.unknown(child)
+        return out
+
+    def params(self, el: etree._Element) -> dict[str, str]:
+        doc = self.doc
+        doc.attributes(el, ())
+        out: dict[str, str] = {}
+        for child in doc.children(el):
+            if child.tag != "param":
+                raise doc.unknown(child)
+            attrs = doc.attributes(child, ("name", "value"))
+            doc.leaf(child)
+            name = doc.required(child, attrs, "name")
+            if name in out:
+                raise doc.error(child, f"parameter {name!r} is given twice")
+            if "value" not in attrs:
+                raise doc.error(child, "<param> needs the attribute value")
+            out[name] = attrs["value"]
+        return out
+
+    def refuse(self, el: etree._Element) -> Exception:
+        if el.tag in _NOT_SUPPORTED:
+            return self.doc.error(el, f"<{el.tag}> is not supported yet")
+        return self.doc.unknown(el)
+
+
+def _priority(doc: XmlDoc, el: etree._Element, text: str) -> str:
+    try:
+        return Priority.parse(text).label
+    except ValueError:
+        names = ", ".join(p.name.capitalize() for p in Priority)
+        raise doc.error(el, f"unknown priority {text!r} (expected one of {names})") from None
+
+
+def _with_distro_arch(
+    host: dict[str, Any], distro: dict[str, Any] | None, recipe: dict[str, Any]
+) -> dict[str, Any]:
+    """A distro built for one arch needs a system of that arch (unless the system is forced)."""
+    arch = beaker_host.plain_arch(distro) if distro else None
+    if arch is None or "force" in recipe:
+        return host
+    return beaker_host.all_of([host, {"arch": arch}] if host else [{"arch": arch}])

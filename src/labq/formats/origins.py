@@ -1,0 +1,58 @@
+"""Where each part of a translated job came from, so errors name the original file.
+
+The Beaker and Teuthology readers build a job in native form and validate it
+with the one validation path (``JobSpec.model_validate``). While they build it,
+they note for each native path the line and the place (an XPath, a YAML path) of
+the input it came from; a validation error is then reported against the input
+the user wrote, not against the native form they never saw.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final
+
+from pydantic import ValidationError
+
+from labq.domain.job import JobSpec
+from labq.errors import InputError
+from labq.formats.source import DocPath, LineMap, format_path, validation_error
+
+_LAST_PART: Final = re.compile(r"(?:\.[^.\[]*|\[\d+\])$")
+
+
+class Origins:
+    """Native paths mapped to the line and place of the input they came from."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.lines = LineMap()
+        self._places: dict[str, str] = {}
+
+    def add(self, path: DocPath, line: int | None, place: str) -> None:
+        """Remember that native ``path`` was read from ``place`` on ``line``."""
+        if line is not None:
+            self.lines.add(path, line)
+        self._places.setdefault(format_path(path), place)
+
+    def place_of(self, native_place: str) -> str:
+        """The input place of a native place, or of its nearest known parent."""
+        text = native_place
+        while True:
+            found = self._places.get(text)
+            if found is not None:
+                return found
+            shorter = _LAST_PART.sub("", text, count=1)
+            if shorter == text:
+                return native_place
+            text = shorter
+
+    def validate(self, data: dict[str, Any]) -> JobSpec:
+        """Validate native data, reporting a problem at its place in the input."""
+        try:
+            return JobSpec.model_validate(data)
+        except ValidationError as exc:
+            err = validation_error(exc, source=self.source, lines=self.lines)
+            raise InputError(
+                err.problem, source=self.source, place=self.place_of(err.place), line=err.line
+            ) from None

@@ -1,0 +1,214 @@
+"""Teuthology-style job YAML read into the canonical model.
+
+A teuthology job is one gang: every entry of ``roles`` becomes a recipe of one
+recipe set, ``machine_type`` becomes a host requirement, the numeric
+``priority`` (lower is sooner) falls into one of labq's five levels and
+``tasks`` become recipe tasks. Everything else is kept in job metadata: a
+teuthology config is open-ended. ``docs/job-format-teuthology.md`` is the reference.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import date
+from typing import Any, Final
+
+from labq.domain.job import JobSpec
+from labq.domain.priority import Priority
+from labq.errors import InputError
+from labq.formats.origins import Origins
+from labq.formats.source import DocPath, LineMap, format_path, load_yaml
+from labq.formats.teuthology_tasks import TaskReader
+
+# (lowest number of the band, level); teuthology-suite's default is 1000
+PRIORITY_BANDS: Final = (
+    (500, Priority.LOW),
+    (200, Priority.MEDIUM),
+    (100, Priority.NORMAL),
+    (50, Priority.HIGH),
+    (1, Priority.URGENT),
+)
+# Keys read into the model itself; every other top-level key goes to job metadata.
+_CONSUMED: Final = frozenset({"roles", "tasks", "owner", "description"})
+
+
+def priority_level(number: int) -> Priority:
+    """Teuthology's numeric priority (lower is sooner, at least 1) as a labq level."""
+    for least, level in PRIORITY_BANDS:
+        if number >= least:
+            return level
+    raise ValueError(f"priority must be at least 1, not {number}")
+
+
+def parse_teuthology(text: str, *, source: str) -> JobSpec:
+    """Read a teuthology job document into a validated JobSpec, or raise InputError."""
+    data, lines = load_yaml(text, source=source)
+    origins = Origins(source)
+    reader = _Reader(source, lines, origins)
+    return origins.validate(reader.job(data))
+
+
+class _Reader:
+    def __init__(self, source: str, lines: LineMap, origins: Origins) -> None:
+        self.source = source
+        self.lines = lines
+        self.origins = origins
+
+    def error(self, path: DocPath, problem: str) -> InputError:
+        return InputError(
+            problem, source=self.source, place=format_path(path), line=self.lines.line_of(path)
+        )
+
+    def note(self, native: DocPath, path: DocPath) -> None:
+        self.origins.add(native, self.lines.line_of(path), format_path(path))
+
+    def job(self, data: object) -> dict[str, Any]:
+        if not isinstance(data, Mapping):
+            raise self.error((), "a teuthology job must be a mapping with 'roles'")
+        for key in data:
+            if not isinstance(key, str):
+                raise self.error((), f"top-level keys must be text, not {key!r}")
+        self.note((), ())
+        recipe_set: dict[str, Any] = {"recipes": self.recipes(data)}
+        self.note(("recipe_sets", 0), ("roles",))
+        self.recipe_set_options(data, recipe_set)
+        out: dict[str, Any] = {"recipe_sets": [recipe_set]}
+        out.update(self.people(data))
+        ref = self.ref(data)
+        if ref:
+            out["ref"] = ref
+        out["metadata"] = self.metadata(data)
+        return out
+
+    def recipes(self, data: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """One recipe per entry of ``roles``, each with the tasks for its roles."""
+        roles = self.roles(data)
+        host = self.host(data)
+        tasks = TaskReader(self, roles).read(data.get("tasks"))
+        out = []
+        for index, names in enumerate(roles):
+            path: DocPath = ("recipe_sets", 0, "recipes", index)
+            self.note(path, ("roles", index))
+            self.note((*path, "host"), ("machine_type",))
+            for j, (_, origin) in enumerate(tasks[index]):
+                self.note((*path, "tasks", j), origin)
+            recipe: dict[str, Any] = {"role": "+".join(names), "host": host}
+            recipe["tasks"] = [task for task, _ in tasks[index]]
+            recipe["metadata"] = {"roles": names}
+            out.append(recipe)
+        return out
+
+    def roles(self, data: Mapping[str, Any]) -> list[list[str]]:
+        if "roles" not in data:
+            raise self.error((), "a teuthology job needs 'roles' (a list of lists of role names)")
+        roles = data["roles"]
+        if not isinstance(roles, list) or not roles:
+            raise self.error(("roles",), "'roles' must be a non-empty list of lists of role names")
+        seen: set[str] = set()
+        for i, entry in enumerate(roles):
+            if not isinstance(entry, list) or not entry:
+                raise self.error(
+                    ("roles", i), "each entry of 'roles' must be a non-empty list of role names"
+                )
+            for j, name in enumerate(entry):
+                if not isinstance(name, str) or not name.strip():
+                    raise self.error(("roles", i, j), f"a role name must be text, not {name!r}")
+                if name in seen:
+                    raise self.error(("roles", i, j), f"role {name!r} is given twice")
+                seen.add(name)
+        return roles
+
+    def recipe_set_options(self, data: Mapping[str, Any], out: dict[str, Any]) -> None:
+        if "priority" in data:
+            number = self.whole(data, "priority")
+            self.note(("recipe_sets", 0, "priority"), ("priority",))
+            out["priority"] = priority_level(number).label
+        given = [k for k in ("max_job_time", "timeout") if k in data]
+        if len(given) > 1:
+            raise self.error(("timeout",), "give only one of 'max_job_time' and 'timeout'")
+        for key in given:
+            self.note(("recipe_sets", 0, "max_time"), (key,))
+            out["max_time"] = self.whole(data, key)
+
+    def whole(self, data: Mapping[str, Any], key: str) -> int:
+        value = data[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise self.error((key,), f"'{key}' must be a whole number of at least 1, not {value!r}")
+        return value
+
+    def host(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        if "machine_type" not in data:
+            return {}
+        value = data["machine_type"]
+        parts = [p.strip() for p in value.split(",")] if isinstance(value, str) else []
+        if not parts or not all(parts):
+            raise self.error(
+                ("machine_type",),
+                f"'machine_type' must be a name or comma-separated names, not {value!r}",
+            )
+        return {"machine_type": parts[0] if len(parts) == 1 else parts}
+
+    def people(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, field in (
+            ("owner", "owner"),
+            ("description", "whiteboard"),
+            ("name", "whiteboard"),
+        ):
+            if key not in data or field in out:
+                continue
+            if not isinstance(data[key], str):
+                raise self.error((key,), f"'{key}' must be text, not {data[key]!r}")
+            self.note((field,), (key,))
+            out[field] = data[key]
+        return out
+
+    def ref(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        for key in ("suite_repo", "repo", "suite_branch", "branch", "suite_sha1", "sha1"):
+            if key in data and not isinstance(data[key], str):
+                raise self.error((key,), f"'{key}' must be text (quote it), not {data[key]!r}")
+        repo_key = "suite_repo" if "suite_repo" in data else "repo"
+        if repo_key not in data:
+            return {}  # labq does not guess a repository: sha1/branch stay in metadata
+        ref: dict[str, Any] = {"repo": data[repo_key]}
+        self.note(("ref",), (repo_key,))
+        branch_key = "suite_branch" if "suite_branch" in data else "branch"
+        # sha1 names a commit of 'repo' on 'branch': the workspace only when it is that repo
+        same_tree = "suite_repo" not in data and "suite_branch" not in data
+        commit_key = "suite_sha1" if "suite_sha1" in data else ("sha1" if same_tree else None)
+        keys: tuple[tuple[str, str | None], ...] = (
+            ("repo", repo_key),
+            ("branch", branch_key),
+            ("commit", commit_key),
+        )
+        for native, given in keys:
+            if given is not None and given in data:
+                ref[native] = data[given]
+                self.note(("ref", native), (given,))
+        return ref
+
+    def metadata(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in data.items():
+            if key not in _CONSUMED:
+                out[key] = plain(self, (key,), value)
+                self.note(("metadata", key), (key,))
+        return out
+
+
+def plain(reader: _Reader, path: DocPath, value: object) -> Any:
+    """``value`` as plain JSON data, so that metadata survives the canonical round trip."""
+
+    def fallback(thing: object) -> object:
+        if isinstance(thing, date):  # datetime is a date too
+            return thing.isoformat()
+        if isinstance(thing, set | frozenset):
+            return sorted(thing, key=str)
+        raise TypeError(f"{type(thing).__name__} values are not supported")
+
+    try:
+        return json.loads(json.dumps(value, default=fallback, allow_nan=False))
+    except (TypeError, ValueError) as exc:
+        problem = str(exc) if isinstance(exc, TypeError) else "not a finite number"
+        raise reader.error(path, problem) from None

@@ -1,0 +1,129 @@
+"""The ``tasks`` list of a teuthology job, as labq recipe tasks.
+
+``exec`` (and ``sh``) entries carry shell commands per role: each command
+becomes one labq task with ``run`` on the recipe holding that role, so a failing
+command stops the recipe as it stops teuthology's ``exec``. Every other entry
+(``install``, ``ceph``, ``workunit`` ...) is a named task that each recipe runs
+from the job's workspace, with its configuration as parameters.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final
+
+from labq.domain.job import MAX_NAME
+from labq.formats.source import DocPath
+
+if TYPE_CHECKING:
+    from labq.formats.teuthology import _Reader
+
+COMMAND_TASKS: Final = frozenset({"exec", "sh"})
+_EVERY_ROLE: Final = frozenset({"all", "all-roles"})
+_EVERY_HOST: Final = "all-hosts"
+_UNSUPPORTED_OPTIONS: Final = frozenset({"retry", "sleep_for_retry"})
+
+Planned = list[list[tuple[dict[str, Any], DocPath]]]  # per recipe: (task, where it came from)
+
+
+class TaskReader:
+    """Turns teuthology task entries into per-recipe labq tasks."""
+
+    def __init__(self, reader: _Reader, roles: list[list[str]]) -> None:
+        self.reader = reader
+        self.roles = roles
+        self.recipe_of = {name: i for i, names in enumerate(roles) for name in names}
+
+    def read(self, tasks: object) -> Planned:
+        """The tasks of every recipe, in order, with the teuthology path of each."""
+        out: Planned = [[] for _ in self.roles]
+        if tasks is None:
+            return out
+        if not isinstance(tasks, list):
+            raise self.reader.error(("tasks",), "'tasks' must be a list of {name: config} entries")
+        for k, entry in enumerate(tasks):
+            path: DocPath = ("tasks", k)
+            if not isinstance(entry, Mapping) or len(entry) != 1:
+                got = f"{len(entry)} keys" if isinstance(entry, Mapping) else repr(entry)
+                raise self.reader.error(
+                    path, f"a task entry must be a mapping with exactly one key, got {got}"
+                )
+            ((name, config),) = entry.items()
+            if not isinstance(name, str) or not name:
+                raise self.reader.error(path, f"a task name must be text, not {name!r}")
+            if name in COMMAND_TASKS:
+                self.commands(name, config, (*path, name), out)
+            else:
+                task = {"name": name, "params": self.params(config)}
+                for planned in out:
+                    planned.append((task, path))
+        return out
+
+    def commands(self, name: str, config: object, path: DocPath, out: Planned) -> None:
+        """Append one task per command to the recipes holding each named role."""
+        if not isinstance(config, Mapping):
+            raise self.reader.error(path, f"'{name}' takes a mapping of role to commands")
+        timeout = self.timeout(config, path)
+        for role, commands in config.items():
+            if role == "timeout":
+                continue
+            where = (*path, str(role))
+            if role in _UNSUPPORTED_OPTIONS:
+                raise self.reader.error(where, f"'{name}' option '{role}' is not supported yet")
+            for recipe, task_role in self.targets(role, where):
+                for i, command in enumerate(self.command_list(commands, where)):
+                    task: dict[str, Any] = {"name": name, "run": command}
+                    if task_role is not None:
+                        task["role"] = task_role
+                    if timeout is not None:
+                        task["timeout"] = timeout
+                    out[recipe].append((task, (*where, i)))
+
+    def targets(self, role: object, where: DocPath) -> list[tuple[int, str | None]]:
+        """(recipe, role) pairs a role key of ``exec`` runs on."""
+        if role in _EVERY_ROLE:
+            return [(self.recipe_of[r], r) for names in self.roles for r in names]
+        if role == _EVERY_HOST:
+            return [(i, None) for i in range(len(self.roles))]
+        if not isinstance(role, str) or role not in self.recipe_of:
+            raise self.reader.error(where, f"role {role!r} is not in 'roles'")
+        return [(self.recipe_of[role], role)]
+
+    def command_list(self, commands: object, where: DocPath) -> list[str]:
+        if not isinstance(commands, list):
+            raise self.reader.error(where, "commands must be a list of text")
+        for i, command in enumerate(commands):
+            if not isinstance(command, str) or not command.strip():
+                raise self.reader.error(
+                    (*where, i), f"a command must be text (quote it), not {command!r}"
+                )
+        return commands
+
+    def timeout(self, config: Mapping[Any, Any], path: DocPath) -> int | None:
+        value = config.get("timeout")
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise self.reader.error(
+                (*path, "timeout"), f"'timeout' must be whole seconds, at least 1, not {value!r}"
+            )
+        return value
+
+    @staticmethod
+    def params(config: object) -> dict[str, Any]:
+        """A flat mapping of text keys to scalars as is, anything else as JSON text."""
+        if config is None:
+            return {}
+        if isinstance(config, Mapping) and all(
+            isinstance(k, str)
+            and 0 < len(k) <= MAX_NAME
+            and isinstance(v, str | int | float | bool)
+            for k, v in config.items()
+        ):
+            return dict(config)
+        try:
+            text = json.dumps(config, sort_keys=True, default=str)
+        except TypeError:  # keys of mixed types cannot be sorted
+            text = json.dumps(config, default=str)
+        return {"config": text}
