@@ -98,8 +98,12 @@ class Ledger:
     def set_usage(self, fqdn: str, usage: Usage, now: float) -> None:
         """Move a free system's usage (pending → idle, say); held ones move with their recipe."""
         system = self.systems[fqdn]
-        if system.recipe is not None and usage not in (system.usage,):
-            raise IllegalTransition(f"{fqdn} is held by recipe {system.recipe}: move the recipe")
+        if usage is system.usage:
+            return
+        if system.recipe is not None or usage not in (Usage.IDLE, Usage.PENDING):
+            raise IllegalTransition(
+                f"{fqdn}: only a free system moves between idle and pending by itself"
+            )
         if check_usage_move(system.usage, usage):
             system.usage = usage
             self._record(system, now)

@@ -1,0 +1,166 @@
+"""What every part of the repository shares: the connection, lookups, history, activity."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from sqlalchemy import ColumnElement, Connection, Row, insert, select, update
+from sqlalchemy.orm import InstrumentedAttribute
+
+from labq.domain.states import Condition, Usage
+from labq.errors import ConflictError, NotFoundError
+from labq.store.tables import Activity, Groups, Labs, Pools, Systems, UsageHistory, Users
+
+Named = Labs | Users | Groups | Pools
+_KINDS: dict[type[Named], str] = {Labs: "lab", Users: "user", Groups: "group", Pools: "pool"}
+
+
+class SystemState(NamedTuple):
+    """The columns of a system that its state machines read."""
+
+    id: int
+    fqdn: str
+    usage: Usage
+    condition: Condition
+    recipe_id: int | None
+
+
+class StoreBase:
+    """A repository part bound to one connection; the caller owns the transaction.
+
+    Every public method that writes runs inside :meth:`atomic`, so a method
+    that raises leaves nothing behind, even if the caller goes on and commits.
+    """
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """One all-or-nothing step: a SAVEPOINT inside the caller's transaction."""
+        with self.conn.begin_nested():
+            yield
+
+    # --- lookups by name -------------------------------------------------------
+
+    def _id_of(self, table: type[Named], name: str) -> int:
+        found = self.conn.execute(select(table.id).where(table.name == name)).scalar_one_or_none()
+        if found is None:
+            raise NotFoundError(f"no {_KINDS[table]} named {name!r}")
+        return found
+
+    def _lab_id(self, name: str) -> int:
+        return self._id_of(Labs, name)
+
+    def _user_id(self, name: str) -> int:
+        return self._id_of(Users, name)
+
+    def _group_id(self, name: str) -> int:
+        return self._id_of(Groups, name)
+
+    def _pool_id(self, name: str) -> int:
+        return self._id_of(Pools, name)
+
+    def _system_state(self, *where: ColumnElement[bool]) -> SystemState:
+        row = self.conn.execute(select(*_STATE_COLUMNS).where(*where)).one_or_none()
+        if row is None:
+            raise NotFoundError("no such system")
+        return _state(row)
+
+    def _system_by_fqdn(self, fqdn: str) -> SystemState:
+        try:
+            return self._system_state(Systems.fqdn == fqdn)
+        except NotFoundError:
+            raise NotFoundError(f"no system named {fqdn!r}") from None
+
+    # --- guarded updates and the usage history -----------------------------------
+
+    def _move_system(
+        self, seen: SystemState, now: datetime, guard: Iterable[ColumnElement[bool]], **values: Any
+    ) -> SystemState:
+        """A guarded UPDATE of one system, then its history row.
+
+        ``guard`` says what must still hold for the change to be right; when it
+        no longer does, someone changed the system since ``seen`` was read.
+        """
+        stmt = (
+            update(Systems)
+            .where(Systems.id == seen.id, *guard)
+            .values(**values)
+            .returning(*_STATE_COLUMNS)
+        )
+        rows = self.conn.execute(stmt).all()
+        if len(rows) != 1:
+            raise ConflictError(f"system {seen.fqdn} changed under us; nothing was moved")
+        after = _state(rows[0])
+        self._record(after, now)
+        return after
+
+    def _record(self, system: SystemState, now: datetime, *, first: bool = False) -> None:
+        """Close the system's open history row at ``now`` and open one for its state."""
+        if not first:
+            closed = self.conn.execute(
+                update(UsageHistory)
+                .where(
+                    UsageHistory.system_id == system.id,
+                    UsageHistory.ended_at.is_(None),
+                    UsageHistory.started_at <= now,
+                )
+                .values(ended_at=now)
+            )
+            if closed.rowcount != 1:
+                raise ValueError(f"{system.fqdn}: no open history row that started by {now}")
+        self.conn.execute(
+            insert(UsageHistory).values(
+                system_id=system.id,
+                usage=system.usage.value,
+                condition=system.condition.value,
+                recipe_id=system.recipe_id,
+                started_at=now,
+            )
+        )
+
+    # --- the activity log ------------------------------------------------------
+
+    def _log(
+        self,
+        now: datetime,
+        actor: str,
+        kind: str,
+        action: str,
+        *,
+        object_id: int | None = None,
+        name: str | None = None,
+        old: object = None,
+        new: object = None,
+        reason: str | None = None,
+    ) -> None:
+        self.conn.execute(
+            insert(Activity).values(
+                at=now,
+                actor=actor,
+                object_kind=kind,
+                object_id=object_id,
+                object_name=name,
+                action=action,
+                old_value=None if old is None else str(old),
+                new_value=None if new is None else str(new),
+                reason=reason,
+            )
+        )
+
+
+_STATE_COLUMNS = (Systems.id, Systems.fqdn, Systems.usage, Systems.condition, Systems.recipe_id)
+
+
+def _state(row: Row[int, str, str, str, int | None]) -> SystemState:
+    system_id, fqdn, usage, condition, recipe_id = row
+    return SystemState(system_id, fqdn, Usage(usage), Condition(condition), recipe_id)
+
+
+def same(column: InstrumentedAttribute[int | None], value: int | None) -> ColumnElement[bool]:
+    """``column = value`` that also matches NULL to None (SQL's ``=`` does not)."""
+    return column.is_(None) if value is None else column == value

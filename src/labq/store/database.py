@@ -1,0 +1,182 @@
+"""Engines and schema migrations for the two supported databases.
+
+SQLite (one file, WAL) is the embedded default; PostgreSQL (psycopg 3) is the
+production store. ``upgrade`` runs the Alembic migrations shipped inside this
+package, so it works from any working directory and from an installed wheel.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Any, Final
+
+import platformdirs
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import URL, Connection, Engine, create_engine, event, make_url
+
+ENV_VAR: Final = "LABQ_DB"
+SQLITE_BUSY_TIMEOUT_S: Final = 30.0
+READ_ONLY: Final = "labq_read_only"  # execution option: a SQLite read may begin DEFERRED
+_PG_LOCK_ID: Final = 0x6C616271  # "labq": serialises concurrent upgrades on PostgreSQL
+
+
+def default_url() -> str:
+    """``$LABQ_DB``, else a SQLite file in the user's data directory (created if missing)."""
+    url = os.environ.get(ENV_VAR)
+    if url:
+        return url
+    data = Path(platformdirs.user_data_dir("labq"))
+    data.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{data / 'labq.db'}"
+
+
+def normalise_url(url: str | URL) -> URL:
+    """The URL with its driver made explicit: plain ``postgresql://`` means psycopg 3."""
+    parsed = make_url(url)
+    if parsed.drivername in ("postgresql", "postgres"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    return parsed
+
+
+def make_engine(url: str | URL, **kwargs: Any) -> Engine:
+    """An engine for labq's store; SQLite connections are set up for one writer at a time."""
+    parsed = normalise_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        return create_engine(parsed, **kwargs)
+    # sqlite3's ``timeout`` is SQLite's busy timeout: wait for the writer, don't fail.
+    connect_args = {"timeout": SQLITE_BUSY_TIMEOUT_S, **kwargs.pop("connect_args", {})}
+    engine = create_engine(parsed, connect_args=connect_args, **kwargs)
+    event.listen(engine, "connect", _sqlite_connect)
+    event.listen(engine, "begin", _sqlite_begin)
+    return engine
+
+
+def _sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
+    # SQLAlchemy's documented recipe: stop sqlite3 from issuing its own (deferred,
+    # late) BEGIN so that we can issue ours, and so that SAVEPOINT works.
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+    finally:
+        cursor.close()
+
+
+def _sqlite_begin(conn: Connection) -> None:
+    # IMMEDIATE takes the write lock up front: a transaction that reads and then
+    # writes cannot fail half-way with "database is locked" (no lock upgrade).
+    if conn.get_execution_options().get(READ_ONLY):
+        conn.exec_driver_sql("BEGIN DEFERRED")
+    else:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+# --- migrations ----------------------------------------------------------------
+
+
+def migrations_dir() -> Path:
+    """Where the Alembic environment lives inside the installed package."""
+    return Path(str(resources.files("labq.store") / "migrations"))
+
+
+def alembic_config(connection: Connection | None = None) -> Config:
+    """An Alembic configuration for labq's migrations, optionally bound to a connection."""
+    config = Config(str(migrations_dir() / "alembic.ini"))
+    config.set_main_option("script_location", str(migrations_dir()))
+    if connection is not None:
+        config.attributes["connection"] = connection
+    return config
+
+
+def head_revision() -> str:
+    """The newest migration shipped with this version of labq."""
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    assert head is not None, "labq ships at least one migration"
+    return str(head)
+
+
+def upgrade(url: str | URL, revision: str = "head") -> str:
+    """Create or upgrade the schema to ``revision``; returns the revision reached.
+
+    Safe to run again: an up-to-date database is left as it is. Concurrent
+    upgrades wait for one another (SQLite's write lock, a PostgreSQL advisory lock).
+    """
+    engine = make_engine(url)
+    try:
+        with migrating(engine) as conn:
+            command.upgrade(alembic_config(conn), revision)
+            return _revision_of(conn) or "base"
+    finally:
+        engine.dispose()
+
+
+def downgrade(url: str | URL, revision: str) -> str:
+    """Take the schema back to ``revision`` (``base`` drops everything labq made)."""
+    engine = make_engine(url)
+    try:
+        with migrating(engine) as conn:
+            command.downgrade(alembic_config(conn), revision)
+            return _revision_of(conn) or "base"
+    finally:
+        engine.dispose()
+
+
+def current_revision(url: str | URL) -> str | None:
+    """The schema revision of a database, None when labq never migrated it."""
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn:
+            return _revision_of(conn)
+    finally:
+        engine.dispose()
+
+
+def _revision_of(conn: Connection) -> str | None:
+    rev = MigrationContext.configure(conn).get_current_revision()
+    return None if rev is None else str(rev)
+
+
+@contextmanager
+def migrating(engine: Engine) -> Iterator[Connection]:
+    """A connection for one migration run, in one transaction (DDL is transactional on both).
+
+    ``upgrade``/``downgrade`` and the ``alembic`` command line both migrate through it.
+    """
+    with engine.connect() as conn:
+        sqlite = engine.dialect.name == "sqlite"
+        if sqlite:
+            # Batch migrations rebuild tables; SQLite only lets foreign keys be
+            # switched off outside a transaction. They are checked before commit.
+            _pragma(conn, "foreign_keys=OFF")
+        try:
+            with conn.begin():
+                if sqlite:
+                    yield conn
+                    _check_foreign_keys(conn)
+                else:
+                    conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_PG_LOCK_ID})")
+                    yield conn
+        finally:
+            if sqlite:
+                _pragma(conn, "foreign_keys=ON")
+
+
+def _pragma(conn: Connection, setting: str) -> None:
+    # On the driver connection: going through SQLAlchemy would BEGIN first.
+    driver = conn.connection.driver_connection
+    assert driver is not None, "an open connection has a driver connection"
+    driver.execute(f"PRAGMA {setting}")
+
+
+def _check_foreign_keys(conn: Connection) -> None:
+    broken = conn.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
+    if broken:
+        raise RuntimeError(f"migration left rows with broken foreign keys: {broken[:5]}")

@@ -1,0 +1,195 @@
+"""Jobs: submitting one in a single transaction, loading it back, cancelling it.
+
+A job is stored relationally (sets, recipes, excludes, tasks: what the
+scheduler queries) and also as its canonical JSON, kept for audit only; loading
+rebuilds the spec from the rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Select, func, insert, select
+
+from labq.domain.job import JobSpec
+from labq.domain.states import FINAL_RECIPE_STATES, RecipeState, derived_state
+from labq.errors import InputError, NotFoundError
+from labq.store.columns import values_of
+from labq.store.loading import TASK_FIELDS, JobLoader
+from labq.store.moves import RecipeMoves
+from labq.store.people import PeopleStore
+from labq.store.tables import Groups, Jobs, RecipeExcludes, Recipes, RecipeSets, Tasks
+from labq.store.views import JobView, current_attempts
+
+
+class JobStore(PeopleStore, RecipeMoves, JobLoader):
+    """Submitting, loading and cancelling jobs; their states are derived on the way out."""
+
+    def submit_job(self, spec: JobSpec, *, owner: str, now: datetime, source_format: str) -> int:
+        """Store a whole job in one step and return its id; recipes start ``new``.
+
+        ``owner`` (the authenticated submitter) must exist and, when the job
+        names a group, belong to it. Nothing is stored if anything fails.
+        """
+        with self.atomic():
+            user = self.get_user(owner)
+            group_id = None
+            if spec.group is not None:
+                group_id = self._job_group(spec.group)
+                if not user.member_of(spec.group):
+                    raise InputError(
+                        f"user {owner!r} is not a member of group {spec.group!r}", place="group"
+                    )
+            # Rows are made from the canonical (JSON-safe) form the domain validated.
+            canonical = spec.canonical()
+            job_id = self._insert_job(canonical, self._user_id(owner), group_id, now, source_format)
+            for position, recipe_set in enumerate(canonical["recipe_sets"]):
+                self._insert_set(job_id, position, recipe_set)
+            self._log(now, owner, "job", "submit", object_id=job_id, new=source_format)
+        return job_id
+
+    def load_job(self, job_id: int) -> JobView:
+        """A stored job with every set (retries included) and recipe state."""
+        return self._load_job(job_id)
+
+    def recipe_set_state(self, set_id: int) -> RecipeState:
+        """A recipe set's state, derived from its recipes' states."""
+        states = select(Recipes.state).where(Recipes.recipe_set_id == set_id)
+        return self._derive(states, f"recipe set {set_id}")
+
+    def job_state(self, job_id: int) -> RecipeState:
+        """A job's state, derived from the recipes of each set's latest attempt."""
+        sets = self.conn.execute(
+            select(RecipeSets.id, RecipeSets.retry_of).where(RecipeSets.job_id == job_id)
+        ).all()
+        if not sets:
+            raise NotFoundError(f"no job {job_id}")
+        current = [s.id for s in current_attempts(sets, key=lambda s: (s.id, s.retry_of))]
+        states = select(Recipes.state).where(Recipes.recipe_set_id.in_(current))
+        return self._derive(states, f"job {job_id}")
+
+    def cancel_job(
+        self, job_id: int, *, actor: str, now: datetime, reason: str | None = None
+    ) -> int:
+        """Cancel every unfinished recipe of a job; returns how many (0: nothing to do)."""
+        with self.atomic():
+            self._require_job(job_id)
+            unfinished = self.conn.execute(
+                select(Recipes.id)
+                .join(RecipeSets, RecipeSets.id == Recipes.recipe_set_id)
+                .where(
+                    RecipeSets.job_id == job_id,
+                    Recipes.state.not_in(values_of(FINAL_RECIPE_STATES)),
+                )
+                .order_by(Recipes.id)
+            ).scalars()
+            count = sum(
+                self.move_recipe(recipe_id, RecipeState.CANCELLED, now=now)
+                for recipe_id in list(unfinished)
+            )
+            if count:
+                self._log(now, actor, "job", "cancel", object_id=job_id, reason=reason)
+        return count
+
+    def _job_group(self, name: str) -> int:
+        found = self.conn.execute(select(Groups.id).where(Groups.name == name)).scalar()
+        if found is None:
+            raise InputError(f"there is no group {name!r}", place="group")
+        return found
+
+    def _derive(self, states: Select[str], what: str) -> RecipeState:
+        found = [RecipeState(s) for s in self.conn.execute(states).scalars()]
+        if not found:  # every set has a recipe: no states, no such set or job
+            raise NotFoundError(f"no {what}")
+        return derived_state(found)
+
+    def _insert_job(
+        self, job: Mapping[str, Any], owner_id: int, group_id: int | None, now: datetime, fmt: str
+    ) -> int:
+        ref = job["ref"] or {}
+        stmt = insert(Jobs).values(
+            owner_id=owner_id,
+            group_id=group_id,
+            whiteboard=job["whiteboard"],
+            submitted_at=now,
+            ref_repo=ref.get("repo"),
+            ref_branch=ref.get("branch"),
+            ref_commit=ref.get("commit"),
+            source_format=fmt,
+            depends=job["depends"],
+            meta=job["metadata"],
+            spec=job,
+        )
+        return self.conn.execute(stmt.returning(Jobs.id)).scalar_one()
+
+    def _insert_set(
+        self,
+        job_id: int,
+        position: int | None,
+        recipe_set: Mapping[str, Any],
+        *,
+        retry_of: int | None = None,
+        attempt: int = 1,
+    ) -> int:
+        """Insert a set from its canonical (native JSON) form; ``position`` None appends."""
+        if position is None:
+            last = select(func.max(RecipeSets.position)).where(RecipeSets.job_id == job_id)
+            position = (self.conn.execute(last).scalar() or 0) + 1
+        set_id = self.conn.execute(
+            insert(RecipeSets)
+            .values(
+                job_id=job_id,
+                position=position,
+                priority=recipe_set["priority"],
+                max_retries=recipe_set["max_retries"],
+                max_time=recipe_set["max_time"],
+                locks=recipe_set["locks"],
+                retry_of=retry_of,
+                attempt=attempt,
+            )
+            .returning(RecipeSets.id)
+        ).scalar_one()
+        self._insert_recipes(set_id, recipe_set["recipes"])
+        return set_id
+
+    def _insert_recipes(self, set_id: int, recipes: Sequence[Mapping[str, Any]]) -> None:
+        rows = [
+            {
+                "recipe_set_id": set_id,
+                "position": position,
+                "role": recipe["role"],
+                "host": recipe["host"],
+                "force": recipe["force"],
+                "state": RecipeState.NEW.value,
+                "whiteboard": recipe["whiteboard"],
+                "meta": recipe["metadata"],
+            }
+            for position, recipe in enumerate(recipes)
+        ]
+        stmt = insert(Recipes).returning(Recipes.id, sort_by_parameter_order=True)
+        ids = self.conn.execute(stmt, rows).scalars().all()
+        excludes = [
+            {"recipe_id": rid, "fqdn": fqdn}
+            for rid, recipe in zip(ids, recipes, strict=True)
+            for fqdn in sorted(set(recipe["exclude"]))  # a set: duplicates say nothing more
+        ]
+        tasks = [
+            {
+                "recipe_id": rid,
+                "position": position,
+                "status": "new",
+                **{k: task[k] for k in TASK_FIELDS},
+            }
+            for rid, recipe in zip(ids, recipes, strict=True)
+            for position, task in enumerate(recipe["tasks"])
+        ]
+        if excludes:
+            self.conn.execute(insert(RecipeExcludes), excludes)
+        if tasks:
+            self.conn.execute(insert(Tasks), tasks)
+
+    def _require_job(self, job_id: int) -> None:
+        if self.conn.execute(select(Jobs.id).where(Jobs.id == job_id)).first() is None:
+            raise NotFoundError(f"no job {job_id}")

@@ -1,0 +1,163 @@
+"""Reading jobs back: rows → the canonical specs and frozen views."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, TypeAlias
+
+from sqlalchemy import ColumnElement, Row, select
+
+from labq.domain.job import JobSpec, RecipeSetSpec, TaskSpec
+from labq.domain.states import RecipeState, Result
+from labq.errors import NotFoundError
+from labq.store.base import StoreBase
+from labq.store.tables import (
+    Groups,
+    Jobs,
+    RecipeExcludes,
+    Recipes,
+    RecipeSets,
+    Systems,
+    Tasks,
+    Users,
+)
+from labq.store.views import JobView, RecipeSetView, RecipeView, TaskView
+
+TASK_FIELDS = tuple(TaskSpec.model_fields)  # stored one column each
+AnyRow: TypeAlias = Row[*tuple[Any, ...]]
+
+
+class JobLoader(StoreBase):
+    """Loads jobs, sets and recipes with their specs rebuilt from the relational rows."""
+
+    def get_recipe(self, recipe_id: int) -> RecipeView:
+        """One stored recipe."""
+        found = self._recipes(Recipes.id == recipe_id)
+        if not found:
+            raise NotFoundError(f"no recipe {recipe_id}")
+        return found[0][0]
+
+    def get_recipe_set(self, set_id: int) -> RecipeSetView:
+        """One stored recipe set with its recipes."""
+        found = self._sets(RecipeSets.id == set_id)
+        if not found:
+            raise NotFoundError(f"no recipe set {set_id}")
+        return found[0]
+
+    def _load_job(self, job_id: int) -> JobView:
+        row = self.conn.execute(
+            select(Jobs, Users.name.label("owner"), Groups.name.label("group"))
+            .join(Users, Users.id == Jobs.owner_id)
+            .outerjoin(Groups, Groups.id == Jobs.group_id)
+            .where(Jobs.id == job_id)
+        ).one_or_none()
+        if row is None:
+            raise NotFoundError(f"no job {job_id}")
+        sets = self._sets(RecipeSets.job_id == job_id)
+        ref = None
+        if row.ref_repo is not None:
+            ref = {"repo": row.ref_repo, "branch": row.ref_branch, "commit": row.ref_commit}
+        spec = JobSpec.model_validate(
+            {
+                "whiteboard": row.whiteboard,
+                "group": row.group,
+                "owner": row.owner,
+                "depends": row.depends,
+                "ref": ref,
+                "recipe_sets": [s.spec for s in sets if s.retry_of is None],
+                "metadata": row.meta,
+            }
+        )
+        return JobView(
+            id=job_id,
+            owner=row.owner,
+            group=row.group,
+            submitted_at=row.submitted_at,
+            source_format=row.source_format,
+            spec=spec,
+            sets=tuple(sets),
+        )
+
+    def _sets(self, where: ColumnElement[bool]) -> list[RecipeSetView]:
+        sets = self.conn.execute(
+            select(RecipeSets).where(where).order_by(RecipeSets.job_id, RecipeSets.position)
+        ).all()
+        recipes: dict[int, list[tuple[RecipeView, dict[str, Any]]]] = defaultdict(list)
+        for view, native in self._recipes(Recipes.recipe_set_id.in_([s.id for s in sets])):
+            recipes[view.recipe_set_id].append((view, native))
+        return [_set_view(row, recipes[row.id]) for row in sets]
+
+    def _recipes(self, where: ColumnElement[bool]) -> list[tuple[RecipeView, dict[str, Any]]]:
+        """Recipes as views, each with its native spec form (for rebuilding set specs)."""
+        rows = self.conn.execute(
+            select(Recipes, Systems.fqdn)
+            .outerjoin(Systems, Systems.id == Recipes.system_id)
+            .where(where)
+            .order_by(Recipes.recipe_set_id, Recipes.position)
+        ).all()
+        ids = [r.id for r in rows]
+        excludes: dict[int, list[str]] = defaultdict(list)
+        for recipe_id, fqdn in self.conn.execute(
+            select(RecipeExcludes.recipe_id, RecipeExcludes.fqdn)
+            .where(RecipeExcludes.recipe_id.in_(ids))
+            .order_by(RecipeExcludes.fqdn)
+        ):
+            excludes[recipe_id].append(fqdn)
+        tasks: dict[int, list[AnyRow]] = defaultdict(list)
+        for task in self.conn.execute(
+            select(Tasks).where(Tasks.recipe_id.in_(ids)).order_by(Tasks.position)
+        ):
+            tasks[task.recipe_id].append(task)
+        return [_recipe(row, excludes[row.id], tasks[row.id]) for row in rows]
+
+
+def _recipe(
+    row: AnyRow, excludes: list[str], tasks: list[AnyRow]
+) -> tuple[RecipeView, dict[str, Any]]:
+    view = RecipeView(
+        id=row.id,
+        recipe_set_id=row.recipe_set_id,
+        position=row.position,
+        state=RecipeState(row.state),
+        system=row.fqdn,
+        result=None if row.result is None else Result(row.result),
+        queued_at=row.queued_at,
+        scheduled_at=row.scheduled_at,
+        started_at=row.started_at,
+        finished_at=row.finished_at,
+        tasks=tuple(
+            TaskView(t.id, t.name, t.status, None if t.result is None else Result(t.result))
+            for t in tasks
+        ),
+    )
+    native = {
+        "role": row.role,
+        "host": row.host,
+        "force": row.force,
+        "exclude": excludes,
+        "tasks": [{k: getattr(t, k) for k in TASK_FIELDS} for t in tasks],
+        "whiteboard": row.whiteboard,
+        "metadata": row.meta,
+    }
+    return view, native
+
+
+def _set_view(row: AnyRow, recipes: list[tuple[RecipeView, dict[str, Any]]]) -> RecipeSetView:
+    spec = RecipeSetSpec.model_validate(
+        {
+            "priority": row.priority,
+            "max_retries": row.max_retries,
+            "max_time": row.max_time,
+            "locks": row.locks,
+            "recipes": [native for _, native in recipes],
+        }
+    )
+    return RecipeSetView(
+        id=row.id,
+        position=row.position,
+        attempt=row.attempt,
+        retry_of=row.retry_of,
+        error=row.error,
+        spec=spec,
+        recipes=tuple(view for view, _ in recipes),
+    )

@@ -1,0 +1,1 @@
+"""Alembic migrations for labq's schema (see docs/storage.md)."""

@@ -1,0 +1,137 @@
+"""Moving recipes, with their systems, by guarded UPDATEs (the rules of ``Ledger``).
+
+Each move reads the recipe, lets the domain decide (``check_recipe_move``,
+``usage_after_recipe``), then writes with an ``UPDATE … WHERE state IN
+(predecessors)`` that must change exactly one row: if another process moved the
+recipe or took the system in between, the update matches nothing and the move
+fails with :class:`ConflictError` instead of overwriting what it did.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Final
+
+from sqlalchemy import ColumnElement, select, update
+
+from labq.domain.lifecycle import usage_after_recipe
+from labq.domain.states import (
+    RecipeState,
+    Usage,
+    check_recipe_move,
+    check_usage_move,
+    recipe_predecessors,
+    usage_predecessors,
+)
+from labq.errors import ConflictError, IllegalTransition, NotFoundError
+from labq.store.base import StoreBase, SystemState
+from labq.store.columns import values_of
+from labq.store.tables import Recipes, Systems
+
+# When a recipe enters one of these states, the matching timestamp is set.
+_STAMPS: Final = {
+    RecipeState.QUEUED: "queued_at",
+    RecipeState.SCHEDULED: "scheduled_at",
+    RecipeState.RUNNING: "started_at",
+    RecipeState.COMPLETED: "finished_at",
+    RecipeState.CANCELLED: "finished_at",
+    RecipeState.ABORTED: "finished_at",
+}
+
+
+class RecipeMoves(StoreBase):
+    """Recipe state moves; a recipe's system moves with it, and the history grows."""
+
+    def recipe_state(self, recipe_id: int) -> RecipeState:
+        """The stored state of one recipe."""
+        return self._recipe(recipe_id)[0]
+
+    def move_recipe(
+        self,
+        recipe_id: int,
+        target: RecipeState,
+        *,
+        now: datetime,
+        system: str | None = None,
+    ) -> bool:
+        """Move a recipe (``system`` names the one to take when scheduling).
+
+        Returns False when the recipe already is in ``target`` (a repeat is a
+        no-op). Raises :class:`IllegalTransition` for a move the table forbids and
+        :class:`ConflictError` when the recipe or system changed under us, or the
+        system to take is not free. Nothing is written unless everything is.
+        """
+        with self.atomic():
+            current, held = self._recipe(recipe_id)
+            if not check_recipe_move(current, target):
+                return False
+            seen: SystemState | None = None
+            if target is RecipeState.SCHEDULED:
+                seen = self._free_system(recipe_id, system)
+            elif held is not None:
+                seen = self._system_state(Systems.id == held)
+            if not self._update_recipe(recipe_id, target, now, seen):
+                return False
+            if seen is not None:
+                self._carry_system(recipe_id, seen, target, now)
+        return True
+
+    def _recipe(self, recipe_id: int) -> tuple[RecipeState, int | None]:
+        stmt = select(Recipes.state, Recipes.system_id).where(Recipes.id == recipe_id)
+        row = self.conn.execute(stmt).one_or_none()
+        if row is None:
+            raise NotFoundError(f"no recipe {recipe_id}")
+        return RecipeState(row.state), row.system_id
+
+    def _free_system(self, recipe_id: int, fqdn: str | None) -> SystemState:
+        if fqdn is None:
+            raise IllegalTransition(f"recipe {recipe_id} cannot be scheduled without a system")
+        seen = self._system_by_fqdn(fqdn)
+        if seen.recipe_id is not None:
+            raise ConflictError(f"{fqdn} already serves recipe {seen.recipe_id}")
+        check_usage_move(seen.usage, Usage.SCHEDULED)
+        return seen
+
+    def _update_recipe(
+        self, recipe_id: int, target: RecipeState, now: datetime, system: SystemState | None
+    ) -> bool:
+        """The guarded UPDATE of the recipe; False if a racing mover already got it there."""
+        changes: dict[str, Any] = {"state": target.value}
+        stamp = _STAMPS.get(target)
+        if stamp is not None:
+            changes[stamp] = now
+        if target is RecipeState.SCHEDULED and system is not None:
+            changes["system_id"] = system.id
+        elif not target.holds_system and not target.is_final:
+            changes["system_id"] = None  # let go (back to assigned or queued)
+        # A finished recipe keeps system_id: where it ran (retries exclude it).
+        stmt = (
+            update(Recipes)
+            .where(
+                Recipes.id == recipe_id, Recipes.state.in_(values_of(recipe_predecessors(target)))
+            )
+            .values(**changes)
+        )
+        if self.conn.execute(stmt).rowcount == 1:
+            return True
+        now_state = self._recipe(recipe_id)[0]
+        if now_state is target:
+            return False
+        raise ConflictError(
+            f"recipe {recipe_id} moved to {now_state.value} under us; not moved to {target.value}"
+        )
+
+    def _carry_system(
+        self, recipe_id: int, seen: SystemState, target: RecipeState, now: datetime
+    ) -> None:
+        """Move the recipe's system as ``Ledger.move_recipe`` does: take, mirror or release."""
+        usage = usage_after_recipe(target, seen.condition)
+        check_usage_move(seen.usage, usage)
+        holder_now: ColumnElement[bool]
+        if target is RecipeState.SCHEDULED:
+            holder_now = Systems.recipe_id.is_(None)
+        else:
+            holder_now = Systems.recipe_id == recipe_id
+        guard = [Systems.usage.in_(values_of(usage_predecessors(usage))), holder_now]
+        holder = recipe_id if target.holds_system else None
+        self._move_system(seen, now, guard, usage=usage.value, recipe_id=holder)

@@ -1,0 +1,54 @@
+"""Storing retries of recipe sets (seed 003); when to retry is the scheduler's policy."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import select, update
+
+from labq.domain.states import RecipeState
+from labq.errors import ConflictError, NotFoundError
+from labq.store.jobs import JobStore
+from labq.store.tables import RecipeSets
+
+
+class RetryStore(JobStore):
+    """Cloning an ended recipe set onto its job, and the plain-words error a set carries."""
+
+    def clone_recipe_set(self, set_id: int, *, actor: str, now: datetime) -> int:
+        """Append a retry of an ended set to its job; returns the new set's id.
+
+        The clone points at ``set_id`` (``retry_of``) with the next attempt
+        number; its recipes start ``new``, and each aborted recipe's excludes
+        gain the system it aborted on (excludes accumulate over attempts).
+        A set is retried at most once: retry the latest attempt.
+        """
+        with self.atomic():
+            original = self.get_recipe_set(set_id)
+            if not original.state.is_final:
+                raise ConflictError(f"recipe set {set_id} has not ended; it cannot be retried")
+            if self.conn.execute(
+                select(RecipeSets.id).where(RecipeSets.retry_of == set_id)
+            ).first():
+                raise ConflictError(f"recipe set {set_id} was already retried")
+            native = original.spec.model_dump(mode="json")
+            for recipe, view in zip(native["recipes"], original.recipes, strict=True):
+                if view.state is RecipeState.ABORTED and view.system is not None:
+                    recipe["exclude"] = sorted({*recipe["exclude"], view.system})
+            job_id = self._job_of(set_id)
+            clone = self._insert_set(
+                job_id, None, native, retry_of=set_id, attempt=original.attempt + 1
+            )
+            self._log(now, actor, "job", "retry set", object_id=job_id, old=set_id, new=clone)
+        return clone
+
+    def set_recipe_set_error(self, set_id: int, error: str | None) -> None:
+        """Attach (or clear) the plain-words error of a set, e.g. why it was not retried."""
+        with self.atomic():
+            stmt = update(RecipeSets).where(RecipeSets.id == set_id).values(error=error)
+            if self.conn.execute(stmt).rowcount != 1:
+                raise NotFoundError(f"no recipe set {set_id}")
+
+    def _job_of(self, set_id: int) -> int:
+        stmt = select(RecipeSets.job_id).where(RecipeSets.id == set_id)
+        return self.conn.execute(stmt).scalar_one()

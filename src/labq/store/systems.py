@@ -1,0 +1,263 @@
+"""Labs and systems: condition, usage, and the usage history with its utilisation."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime
+
+from sqlalchemy import ColumnElement, insert, or_, select
+
+from labq.domain.lifecycle import usage_after_condition
+from labq.domain.model import System
+from labq.domain.states import Condition, Usage, check_usage_move, usage_predecessors
+from labq.domain.usage import UsageRecord, utilisation
+from labq.errors import ConflictError, IllegalTransition, NotFoundError
+from labq.store.base import StoreBase, same
+from labq.store.columns import epoch, values_of
+from labq.store.tables import FREE_USAGES, Labs, Pools, SystemPools, Systems, UsageHistory, Users
+
+
+class SystemStore(StoreBase):
+    """Labs and systems, with every usage or condition change written to the history."""
+
+    def add_lab(self, name: str, *, actor: str, now: datetime) -> int:
+        """Add a lab (lab controller)."""
+        with self.atomic():
+            if self.conn.execute(select(Labs.id).where(Labs.name == name)).first():
+                raise ConflictError(f"lab {name!r} already exists")
+            lab_id = self.conn.execute(insert(Labs).values(name=name).returning(Labs.id))
+            new_id = lab_id.scalar_one()
+            self._log(now, actor, "lab", "add", object_id=new_id, name=name)
+        return new_id
+
+    def list_labs(self) -> list[str]:
+        """Every lab's name, sorted."""
+        return list(self.conn.execute(select(Labs.name).order_by(Labs.name)).scalars())
+
+    def add_system(self, system: System, *, actor: str, now: datetime) -> int:
+        """Add a system as ``Ledger.add_system`` does: idle, then pending if automated.
+
+        Its lab, owner and pools must exist already.
+        """
+        with self.atomic():
+            if self.conn.execute(select(Systems.id).where(Systems.fqdn == system.fqdn)).first():
+                raise ConflictError(f"system {system.fqdn} already exists")
+            new_id = self.conn.execute(
+                insert(Systems)
+                .values(
+                    fqdn=system.fqdn,
+                    lab_id=self._lab_id(system.lab),
+                    arch=system.arch,
+                    owner_id=None if system.owner is None else self._user_id(system.owner),
+                    attributes=dict(system.attributes),
+                    condition=system.condition.value,
+                    usage=Usage.IDLE.value,
+                )
+                .returning(Systems.id)
+            ).scalar_one()
+            for pool in sorted(system.pools):
+                self.conn.execute(
+                    insert(SystemPools).values(system_id=new_id, pool_id=self._pool_id(pool))
+                )
+            self._record(self._system_by_fqdn(system.fqdn), now, first=True)
+            if system.condition is Condition.AUTOMATED:
+                self.set_usage(system.fqdn, Usage.PENDING, now=now)
+            self._log(now, actor, "system", "add", object_id=new_id, name=system.fqdn)
+        return new_id
+
+    def get_system(self, fqdn: str) -> System:
+        """One system as the domain sees it."""
+        found = self._load_systems(Systems.fqdn == fqdn)
+        if not found:
+            raise NotFoundError(f"no system named {fqdn!r}")
+        return found[0]
+
+    def list_systems(self, *, lab: str | None = None, pool: str | None = None) -> list[System]:
+        """Systems sorted by fqdn, optionally only one lab's or one pool's."""
+        where: list[ColumnElement[bool]] = []
+        if lab is not None:
+            where.append(Systems.lab_id == self._lab_id(lab))
+        if pool is not None:
+            members = select(SystemPools.system_id).where(
+                SystemPools.pool_id == self._pool_id(pool)
+            )
+            where.append(Systems.id.in_(members))
+        return self._load_systems(*where)
+
+    def condition_reason(self, fqdn: str) -> str | None:
+        """Why the system's condition was last set, as its admin said."""
+        self._system_by_fqdn(fqdn)
+        stmt = select(Systems.condition_reason).where(Systems.fqdn == fqdn)
+        return self.conn.execute(stmt).scalar_one()
+
+    def set_condition(
+        self,
+        fqdn: str,
+        condition: Condition,
+        *,
+        now: datetime,
+        actor: str,
+        reason: str | None = None,
+    ) -> bool:
+        """Change a system's condition; its usage follows (``usage_after_condition``).
+
+        Returns False when the system already has that condition.
+        """
+        with self.atomic():
+            seen = self._system_by_fqdn(fqdn)
+            if seen.condition is condition:
+                return False
+            target = usage_after_condition(condition, seen.usage, seen.recipe_id is not None)
+            check_usage_move(seen.usage, target)
+            guard = [
+                Systems.condition == seen.condition.value,
+                Systems.usage == seen.usage.value,
+                same(Systems.recipe_id, seen.recipe_id),
+            ]
+            self._move_system(
+                seen,
+                now,
+                guard,
+                condition=condition.value,
+                condition_reason=reason,
+                usage=target.value,
+            )
+            self._log(
+                now,
+                actor,
+                "system",
+                "condition",
+                object_id=seen.id,
+                name=fqdn,
+                old=seen.condition.value,
+                new=condition.value,
+                reason=reason,
+            )
+        return True
+
+    def set_usage(self, fqdn: str, usage: Usage, *, now: datetime) -> bool:
+        """Move a free system between idle and pending; held systems move with their recipe.
+
+        Returns False when it already is in ``usage``.
+        """
+        if usage.value not in FREE_USAGES:
+            raise IllegalTransition(f"{fqdn}: {usage.value} comes only with a recipe")
+        with self.atomic():
+            seen = self._system_by_fqdn(fqdn)
+            if seen.recipe_id is not None and usage is not seen.usage:
+                raise IllegalTransition(
+                    f"{fqdn} is held by recipe {seen.recipe_id}: move the recipe"
+                )
+            if not check_usage_move(seen.usage, usage):
+                return False
+            guard = [
+                Systems.usage.in_(values_of(usage_predecessors(usage))),
+                Systems.recipe_id.is_(None),
+            ]
+            self._move_system(seen, now, guard, usage=usage.value)
+        return True
+
+    def usage_history(self, fqdn: str) -> list[UsageRecord]:
+        """Every history row of one system, oldest first."""
+        return self._history(Systems.id == self._system_by_fqdn(fqdn).id)
+
+    def utilisation(
+        self,
+        *,
+        start: datetime,
+        end: datetime,
+        fqdn: str | None = None,
+        pool: str | None = None,
+        now: datetime | None = None,
+    ) -> float:
+        """The busy share of recorded time in ``[start, end)`` of one system, a pool, or all.
+
+        A pool counts its current members. Open rows count up to ``now`` (or ``end``).
+        """
+        where: list[ColumnElement[bool]] = [
+            UsageHistory.started_at < end,
+            or_(UsageHistory.ended_at.is_(None), UsageHistory.ended_at > start),
+        ]
+        if fqdn is not None:
+            where.append(Systems.id == self._system_by_fqdn(fqdn).id)
+        if pool is not None:
+            members = select(SystemPools.system_id).where(
+                SystemPools.pool_id == self._pool_id(pool)
+            )
+            where.append(Systems.id.in_(members))
+        rows = self._history(*where)
+        return utilisation(rows, epoch(start), epoch(end), now=None if now is None else epoch(now))
+
+    def _history(self, *where: ColumnElement[bool]) -> list[UsageRecord]:
+        stmt = (
+            select(
+                Systems.fqdn,
+                UsageHistory.usage,
+                UsageHistory.condition,
+                UsageHistory.recipe_id,
+                UsageHistory.started_at,
+                UsageHistory.ended_at,
+            )
+            .join(Systems, Systems.id == UsageHistory.system_id)
+            .where(*where)
+            .order_by(UsageHistory.system_id, UsageHistory.started_at, UsageHistory.id)
+        )
+        return [
+            UsageRecord(
+                fqdn,
+                Usage(usage),
+                Condition(condition),
+                recipe,
+                epoch(started),
+                None if ended is None else epoch(ended),
+            )
+            for fqdn, usage, condition, recipe, started, ended in self.conn.execute(stmt)
+        ]
+
+    def _load_systems(self, *where: ColumnElement[bool]) -> list[System]:
+        stmt = (
+            select(
+                Systems.id,
+                Systems.fqdn,
+                Labs.name.label("lab"),
+                Systems.arch,
+                Systems.attributes,
+                Users.name.label("owner"),
+                Systems.condition,
+                Systems.usage,
+                Systems.recipe_id,
+            )
+            .join(Labs, Labs.id == Systems.lab_id)
+            .outerjoin(Users, Users.id == Systems.owner_id)
+            .where(*where)
+            .order_by(Systems.fqdn)
+        )
+        rows = self.conn.execute(stmt).all()
+        pools = self._pools_of([row.id for row in rows])
+        return [
+            System(
+                fqdn=row.fqdn,
+                lab=row.lab,
+                arch=row.arch,
+                attributes=dict(row.attributes),
+                pools=frozenset(pools.get(row.id, ())),
+                owner=row.owner,
+                condition=Condition(row.condition),
+                usage=Usage(row.usage),
+                recipe=row.recipe_id,
+            )
+            for row in rows
+        ]
+
+    def _pools_of(self, system_ids: list[int]) -> dict[int, list[str]]:
+        out: dict[int, list[str]] = defaultdict(list)
+        if not system_ids:
+            return out
+        stmt = (
+            select(SystemPools.system_id, Pools.name)
+            .join(Pools, Pools.id == SystemPools.pool_id)
+            .where(SystemPools.system_id.in_(system_ids))
+        )
+        for system_id, name in self.conn.execute(stmt):
+            out[system_id].append(name)
+        return out

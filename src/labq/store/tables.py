@@ -1,0 +1,304 @@
+"""The schema: one class per table, read like SQL (``update(Recipes).where(...)``).
+
+Enum columns hold the enum's ``.value`` and carry a CHECK constraint; further
+CHECKs forbid combinations the lifecycle can never produce. The migration in
+``migrations/versions`` builds exactly this schema (a test compares them).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Final
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    CheckConstraint,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+    text,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, MappedColumn, mapped_column
+
+from labq.domain.priority import Priority
+from labq.domain.states import (
+    FINAL_RECIPE_STATES,
+    SYSTEM_HOLDING_STATES,
+    Condition,
+    RecipeState,
+    Result,
+    Usage,
+)
+from labq.store.columns import UTCDateTime, one_of, sql_list, values_of
+
+NAMING: Final = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+PRIORITIES: Final = tuple(p.label for p in Priority)
+TASK_STATUSES: Final = ("new", "running", "completed", "cancelled", "aborted")
+FREE_USAGES: Final = values_of((Usage.IDLE, Usage.PENDING))
+
+
+_HOLDING = sql_list(values_of(s for s in RecipeState if s in SYSTEM_HOLDING_STATES))
+_FINAL = sql_list(values_of(s for s in RecipeState if s in FINAL_RECIPE_STATES))
+_UNPLACED = sql_list(values_of((RecipeState.NEW, RecipeState.QUEUED, RecipeState.ASSIGNED)))
+_FREE = sql_list(FREE_USAGES)
+
+Name = String(255)
+EnumText = String(16)
+
+
+class Base(DeclarativeBase):
+    """Declarative base with constraint names Alembic can rely on."""
+
+    metadata = MetaData(naming_convention=NAMING)
+    type_annotation_map = {  # noqa: RUF012 - SQLAlchemy's class-level configuration
+        dict[str, Any]: JSON,
+        list[Any]: JSON,
+        datetime: UTCDateTime,
+    }
+
+
+def _id() -> Mapped[int]:
+    return mapped_column(Integer, primary_key=True)
+
+
+def _fk(target: str, *, cascade: bool = False, **kw: Any) -> MappedColumn[Any]:
+    return mapped_column(ForeignKey(target, ondelete="CASCADE" if cascade else None), **kw)
+
+
+class Labs(Base):
+    __tablename__ = "labs"
+    id: Mapped[int] = _id()
+    name: Mapped[str] = mapped_column(Name, unique=True)
+
+
+class Users(Base):
+    __tablename__ = "users"
+    id: Mapped[int] = _id()
+    name: Mapped[str] = mapped_column(Name, unique=True)
+    admin: Mapped[bool] = mapped_column(Boolean)
+
+
+class Groups(Base):
+    __tablename__ = "groups"
+    id: Mapped[int] = _id()
+    name: Mapped[str] = mapped_column(Name, unique=True)
+
+
+class Memberships(Base):
+    __tablename__ = "memberships"
+    user_id: Mapped[int] = _fk("users.id", cascade=True, primary_key=True)
+    group_id: Mapped[int] = _fk("groups.id", cascade=True, primary_key=True, index=True)
+
+
+class Pools(Base):
+    __tablename__ = "pools"
+    id: Mapped[int] = _id()
+    name: Mapped[str] = mapped_column(Name, unique=True)
+    # Once a pool has had an access rule it stays restricted (AccessPolicy's rule).
+    restricted: Mapped[bool] = mapped_column(Boolean)
+
+
+class Systems(Base):
+    __tablename__ = "systems"
+    __table_args__ = (
+        one_of("condition", values_of(Condition)),
+        one_of("usage", values_of(Usage)),
+        # A system is busy exactly when a recipe holds it.
+        CheckConstraint(
+            f"(recipe_id IS NULL AND usage IN {_FREE})"
+            f" OR (recipe_id IS NOT NULL AND usage NOT IN {_FREE})",
+            name="busy_iff_held",
+        ),
+        Index(None, "lab_id", "usage"),
+    )
+    id: Mapped[int] = _id()
+    fqdn: Mapped[str] = mapped_column(Name, unique=True)
+    lab_id: Mapped[int] = _fk("labs.id")
+    arch: Mapped[str] = mapped_column(String(64))
+    owner_id: Mapped[int | None] = _fk("users.id")
+    attributes: Mapped[dict[str, Any]]
+    condition: Mapped[str] = mapped_column(EnumText)
+    condition_reason: Mapped[str | None] = mapped_column(Text)
+    usage: Mapped[str] = mapped_column(EnumText)
+    # systems ↔ recipes is a cycle; use_alter lets metadata sort the tables.
+    recipe_id: Mapped[int | None] = mapped_column(
+        ForeignKey("recipes.id", use_alter=True), unique=True
+    )
+
+
+class SystemPools(Base):
+    __tablename__ = "system_pools"
+    system_id: Mapped[int] = _fk("systems.id", cascade=True, primary_key=True)
+    pool_id: Mapped[int] = _fk("pools.id", cascade=True, primary_key=True, index=True)
+
+
+class AccessRules(Base):
+    __tablename__ = "access_rules"
+    __table_args__ = (
+        UniqueConstraint("pool_id", "group_id"),
+        one_of("max_priority", PRIORITIES),
+    )
+    id: Mapped[int] = _id()
+    pool_id: Mapped[int] = _fk("pools.id", cascade=True)
+    group_id: Mapped[int] = _fk("groups.id", cascade=True, index=True)
+    max_priority: Mapped[str] = mapped_column(EnumText)
+
+
+class Jobs(Base):
+    __tablename__ = "jobs"
+    __table_args__ = (
+        CheckConstraint(
+            "ref_repo IS NOT NULL OR (ref_branch IS NULL AND ref_commit IS NULL)", name="ref"
+        ),
+    )
+    id: Mapped[int] = _id()
+    owner_id: Mapped[int] = _fk("users.id", index=True)
+    group_id: Mapped[int | None] = _fk("groups.id")
+    whiteboard: Mapped[str | None] = mapped_column(Text)
+    submitted_at: Mapped[datetime]
+    ref_repo: Mapped[str | None] = mapped_column(Text)
+    ref_branch: Mapped[str | None] = mapped_column(Name)
+    ref_commit: Mapped[str | None] = mapped_column(String(64))
+    source_format: Mapped[str] = mapped_column(String(32))
+    depends: Mapped[list[Any]]
+    meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, key="meta")
+    spec: Mapped[dict[str, Any]]  # the canonical form as submitted, for audit
+
+
+class RecipeSets(Base):
+    __tablename__ = "recipe_sets"
+    __table_args__ = (
+        UniqueConstraint("job_id", "position"),
+        one_of("priority", PRIORITIES),
+        CheckConstraint("max_retries >= 0", name="max_retries"),
+        CheckConstraint("max_time IS NULL OR max_time > 0", name="max_time"),
+        CheckConstraint(
+            "(retry_of IS NULL AND attempt = 1) OR (retry_of IS NOT NULL AND attempt > 1)",
+            name="attempt",
+        ),
+    )
+    id: Mapped[int] = _id()
+    job_id: Mapped[int] = _fk("jobs.id", cascade=True)
+    position: Mapped[int]
+    priority: Mapped[str] = mapped_column(EnumText)
+    max_retries: Mapped[int]
+    max_time: Mapped[int | None]
+    locks: Mapped[dict[str, Any]]
+    # The set this one retries; unique, so a set is retried at most once (a chain).
+    retry_of: Mapped[int | None] = _fk("recipe_sets.id", unique=True)
+    attempt: Mapped[int]
+    error: Mapped[str | None] = mapped_column(Text)
+
+
+class Recipes(Base):
+    __tablename__ = "recipes"
+    __table_args__ = (
+        UniqueConstraint("recipe_set_id", "position"),
+        one_of("state", values_of(RecipeState)),
+        one_of("result", values_of(Result)),
+        CheckConstraint(f"state NOT IN {_HOLDING} OR system_id IS NOT NULL", name="holds_system"),
+        CheckConstraint(f"state NOT IN {_UNPLACED} OR system_id IS NULL", name="unplaced"),
+        CheckConstraint(
+            f"(state IN {_FINAL} AND finished_at IS NOT NULL)"
+            f" OR (state NOT IN {_FINAL} AND finished_at IS NULL)",
+            name="finished",
+        ),
+        Index(None, "state"),
+    )
+    id: Mapped[int] = _id()
+    recipe_set_id: Mapped[int] = _fk("recipe_sets.id", cascade=True)
+    position: Mapped[int]
+    role: Mapped[str | None] = mapped_column(Name)
+    host: Mapped[dict[str, Any]]  # requirements.to_native form
+    force: Mapped[str | None] = mapped_column(Name)
+    state: Mapped[str] = mapped_column(EnumText)
+    # The system it holds while placed, and where it ran once finished.
+    system_id: Mapped[int | None] = _fk("systems.id", index=True)
+    whiteboard: Mapped[str | None] = mapped_column(Text)
+    meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, key="meta")
+    result: Mapped[str | None] = mapped_column(EnumText)
+    queued_at: Mapped[datetime | None]
+    scheduled_at: Mapped[datetime | None]
+    started_at: Mapped[datetime | None]
+    finished_at: Mapped[datetime | None]
+
+
+class RecipeExcludes(Base):
+    __tablename__ = "recipe_excludes"
+    recipe_id: Mapped[int] = _fk("recipes.id", cascade=True, primary_key=True)
+    fqdn: Mapped[str] = mapped_column(Name, primary_key=True)
+
+
+class Tasks(Base):
+    __tablename__ = "tasks"
+    __table_args__ = (
+        UniqueConstraint("recipe_id", "position"),
+        one_of("result", values_of(Result)),
+        one_of("status", TASK_STATUSES),
+        CheckConstraint("timeout IS NULL OR timeout > 0", name="timeout"),
+    )
+    id: Mapped[int] = _id()
+    recipe_id: Mapped[int] = _fk("recipes.id", cascade=True)
+    position: Mapped[int]
+    name: Mapped[str] = mapped_column(Name)
+    run: Mapped[str | None] = mapped_column(Text)
+    params: Mapped[dict[str, Any]]
+    timeout: Mapped[int | None]
+    role: Mapped[str | None] = mapped_column(Name)
+    result: Mapped[str | None] = mapped_column(EnumText)
+    status: Mapped[str] = mapped_column(EnumText)
+
+
+class UsageHistory(Base):
+    __tablename__ = "usage_history"
+    __table_args__ = (
+        one_of("usage", values_of(Usage)),
+        one_of("condition", values_of(Condition)),
+        CheckConstraint("ended_at IS NULL OR ended_at >= started_at", name="ends_after_start"),
+        Index(None, "system_id", "started_at"),
+        # One open row per system; partial unique indexes work on SQLite and PostgreSQL.
+        Index(
+            "uq_usage_history_open",
+            "system_id",
+            unique=True,
+            sqlite_where=text("ended_at IS NULL"),
+            postgresql_where=text("ended_at IS NULL"),
+        ),
+    )
+    id: Mapped[int] = _id()
+    system_id: Mapped[int] = _fk("systems.id", cascade=True)
+    usage: Mapped[str] = mapped_column(EnumText)
+    condition: Mapped[str] = mapped_column(EnumText)
+    recipe_id: Mapped[int | None] = mapped_column(ForeignKey("recipes.id", ondelete="SET NULL"))
+    started_at: Mapped[datetime]
+    ended_at: Mapped[datetime | None]
+
+
+class Activity(Base):
+    __tablename__ = "activity"
+    __table_args__ = (
+        CheckConstraint("object_id IS NOT NULL OR object_name IS NOT NULL", name="object"),
+        Index(None, "object_kind", "object_id"),
+        Index(None, "at"),
+    )
+    id: Mapped[int] = _id()
+    at: Mapped[datetime]
+    actor: Mapped[str] = mapped_column(Name)
+    object_kind: Mapped[str] = mapped_column(String(32))
+    object_id: Mapped[int | None]
+    object_name: Mapped[str | None] = mapped_column(Name)
+    action: Mapped[str] = mapped_column(String(64))
+    old_value: Mapped[str | None] = mapped_column(Text)
+    new_value: Mapped[str | None] = mapped_column(Text)
+    reason: Mapped[str | None] = mapped_column(Text)

@@ -1,0 +1,117 @@
+"""What the repository hands back: plain frozen values, never live rows.
+
+Recipe-set and job states are properties computed from the recipes
+(:func:`derived_state`): they are never stored, so they can never disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TypeVar
+
+from labq.domain.job import JobSpec, RecipeSetSpec
+from labq.domain.states import RecipeState, Result, derived_state, worst_result
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class TaskView:
+    """A stored task and how it went."""
+
+    id: int
+    name: str
+    status: str
+    result: Result | None
+
+
+@dataclass(frozen=True)
+class RecipeView:
+    """A stored recipe: its state, the system it holds (or ran on) and when it moved."""
+
+    id: int
+    recipe_set_id: int
+    position: int
+    state: RecipeState
+    system: str | None
+    result: Result | None
+    queued_at: datetime | None
+    scheduled_at: datetime | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    tasks: tuple[TaskView, ...] = ()
+
+
+@dataclass(frozen=True)
+class RecipeSetView:
+    """A stored recipe set; ``retry_of`` is the set it retries (seed 003)."""
+
+    id: int
+    position: int
+    attempt: int
+    retry_of: int | None
+    error: str | None
+    spec: RecipeSetSpec
+    recipes: tuple[RecipeView, ...]
+
+    @property
+    def state(self) -> RecipeState:
+        """Derived from the recipes, never stored."""
+        return derived_state(r.state for r in self.recipes)
+
+    @property
+    def result(self) -> Result | None:
+        """The worst result of its recipes."""
+        return worst_result(r.result for r in self.recipes)
+
+
+@dataclass(frozen=True)
+class JobView:
+    """A stored job: the spec as submitted (owner filled in) plus every set, retries included."""
+
+    id: int
+    owner: str
+    group: str | None
+    submitted_at: datetime
+    source_format: str
+    spec: JobSpec
+    sets: tuple[RecipeSetView, ...]
+
+    @property
+    def current_sets(self) -> tuple[RecipeSetView, ...]:
+        """The latest attempt of each set: a retried set is superseded by its clone."""
+        return tuple(current_attempts(self.sets, key=lambda s: (s.id, s.retry_of)))
+
+    @property
+    def state(self) -> RecipeState:
+        """Derived from the recipes of the current attempts, never stored."""
+        return derived_state(r.state for s in self.current_sets for r in s.recipes)
+
+    @property
+    def result(self) -> Result | None:
+        """The worst result of the current attempts."""
+        return worst_result(s.result for s in self.current_sets)
+
+
+@dataclass(frozen=True)
+class ActivityEntry:
+    """One line of the activity log: who did what to which object, and why."""
+
+    at: datetime
+    actor: str
+    object_kind: str
+    object_id: int | None
+    object_name: str | None
+    action: str
+    old_value: str | None
+    new_value: str | None
+    reason: str | None
+
+
+def current_attempts(items: Iterable[T], *, key: Callable[[T], tuple[int, int | None]]) -> list[T]:
+    """The items no other item retries; ``key`` gives ``(id, retry_of)``."""
+    listed = list(items)
+    retried = {key(i)[1] for i in listed}
+    return [i for i in listed if key(i)[0] not in retried]

@@ -1,0 +1,157 @@
+"""Every contract test runs against every store: SQLite and PostgreSQL.
+
+SQLite: the schema is migrated once into a template file, copied per test.
+PostgreSQL: migrated once into ``labq_template_<pid>``; each test gets a fresh
+``CREATE DATABASE … TEMPLATE`` copy, dropped afterwards. No server: skipped on a
+laptop, failed under ``CI=true``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import URL, Connection, Engine, create_engine, make_url, text
+from sqlalchemy.exc import OperationalError
+
+from labq.domain.job import JobSpec
+from labq.domain.model import System
+from labq.domain.states import Condition
+from labq.store import Repository, make_engine, upgrade
+
+PG_URL = os.environ.get("LABQ_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+ADMIN = "root"
+_copies = itertools.count()
+
+
+def at(seconds: float) -> datetime:
+    """A moment ``seconds`` after the tests' epoch."""
+    return T0 + timedelta(seconds=seconds)
+
+
+@dataclass
+class Database:
+    """One fresh, migrated database for one test."""
+
+    url: URL
+    engine: Engine
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("template") / "labq.db"
+    upgrade(f"sqlite:///{path}")
+    return path
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[tuple[Engine, str]]:
+    """An AUTOCOMMIT engine on the server and the name of the migrated template."""
+    admin = create_engine(
+        make_url(PG_URL).set(drivername="postgresql+psycopg"), isolation_level="AUTOCOMMIT"
+    )
+    try:
+        with admin.connect() as conn:
+            conn.execute(text("SELECT 1"))
+    except OperationalError as exc:
+        admin.dispose()
+        message = f"no PostgreSQL at {PG_URL}: {exc.orig}"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    template = f"labq_template_{os.getpid()}"
+    _drop(admin, template)
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{template}"'))
+    upgrade(admin.url.set(database=template))
+    yield admin, template
+    _drop(admin, template)
+    admin.dispose()
+
+
+def _drop(admin: Engine, name: str) -> None:
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
+    """A fresh migrated database of each kind."""
+    if request.param == "sqlite":
+        path = tmp_path / "labq.db"
+        shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
+        url = make_url(f"sqlite:///{path}")
+        engine = make_engine(url)
+        yield Database(url, engine)
+        engine.dispose()
+        return
+    admin, template = request.getfixturevalue("pg_server")
+    name = f"labq_test_{os.getpid()}_{next(_copies)}"
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}" TEMPLATE "{template}"'))
+    url = admin.url.set(database=name)
+    engine = make_engine(url)
+    try:
+        yield Database(url, engine)
+    finally:
+        engine.dispose()
+        _drop(admin, name)
+
+
+@pytest.fixture
+def conn(db: Database) -> Iterator[Connection]:
+    """A connection inside one transaction, rolled back at the end."""
+    with db.engine.connect() as connection:
+        connection.begin()
+        yield connection
+        connection.rollback()
+
+
+@pytest.fixture
+def repo(conn: Connection) -> Repository:
+    return Repository(conn)
+
+
+def seed(repo: Repository) -> None:
+    """A small lab: two automated systems and a manual one, two users, one group, one pool."""
+    now = at(0)
+    repo.add_lab("lab1", actor=ADMIN, now=now)
+    repo.add_group("kernel-qe", actor=ADMIN, now=now)
+    for name in ("alice", "bob"):
+        repo.add_user(name, actor=ADMIN, now=now)
+    repo.add_member("alice", "kernel-qe", actor=ADMIN, now=now)
+    repo.add_pool("perf", actor=ADMIN, now=now)
+    repo.add_system(
+        System("s1.lab", "lab1", attributes={"memory_mb": 8192}, pools=frozenset({"perf"})),
+        actor=ADMIN,
+        now=now,
+    )
+    repo.add_system(System("s2.lab", "lab1"), actor=ADMIN, now=now)
+    repo.add_system(System("s3.lab", "lab1", condition=Condition.MANUAL), actor=ADMIN, now=now)
+
+
+@pytest.fixture
+def seeded(repo: Repository) -> Repository:
+    seed(repo)
+    return repo
+
+
+def job_spec(*sizes: int, **fields: object) -> JobSpec:
+    """A job with one recipe set per size given (default: one set of one recipe)."""
+    recipe_sets = [
+        {"recipes": [{"role": f"r{i}", "tasks": [{"name": "t", "run": "true"}]} for i in range(n)]}
+        for n in (sizes or (1,))
+    ]
+    return JobSpec.model_validate({"recipe_sets": recipe_sets, **fields})
+
+
+def recipe_ids(repo: Repository, job_id: int) -> list[list[int]]:
+    """The recipe ids of each set of a job, in order."""
+    return [[r.id for r in s.recipes] for s in repo.load_job(job_id).sets]

@@ -1,0 +1,75 @@
+"""Cloning a recipe set for a retry (seed 003): the storage side only."""
+
+from __future__ import annotations
+
+import pytest
+
+from labq.domain.states import RecipeState
+from labq.errors import ConflictError, NotFoundError
+from labq.store import Repository
+
+from .conftest import ADMIN, at, job_spec, recipe_ids
+
+
+def abort_on(repo: Repository, recipe: int, system: str) -> None:
+    repo.move_recipe(recipe, RecipeState.SCHEDULED, now=at(2), system=system)
+    repo.move_recipe(recipe, RecipeState.ABORTED, now=at(3))
+
+
+def test_a_clone_points_at_its_original_and_excludes_where_it_aborted(
+    seeded: Repository,
+) -> None:
+    spec = job_spec(2)
+    job_id = seeded.submit_job(spec, owner="bob", now=at(1), source_format="native")
+    ((a, b),) = recipe_ids(seeded, job_id)
+    abort_on(seeded, a, "s1.lab")
+    seeded.move_recipe(b, RecipeState.CANCELLED, now=at(3))
+    original = seeded.load_job(job_id).sets[0]
+    clone_id = seeded.clone_recipe_set(original.id, actor=ADMIN, now=at(4))
+    clone = seeded.get_recipe_set(clone_id)
+    assert (clone.retry_of, clone.attempt, clone.position) == (original.id, 2, 1)
+    assert [r.state for r in clone.recipes] == [RecipeState.NEW, RecipeState.NEW]
+    assert [r.exclude for r in clone.spec.recipes] == [["s1.lab"], []]
+    assert clone.spec.model_copy(update={"recipes": original.spec.recipes}) == original.spec
+    # The job now speaks through its latest attempt.
+    view = seeded.load_job(job_id)
+    assert [s.id for s in view.current_sets] == [clone_id]
+    assert view.state is seeded.job_state(job_id) is RecipeState.NEW
+    assert view.spec == spec.model_copy(update={"owner": "bob"})  # clones are not submitted
+
+
+def test_excludes_accumulate_over_attempts(seeded: Repository) -> None:
+    job_id = seeded.submit_job(job_spec(1), owner="bob", now=at(1), source_format="native")
+    ((recipe,),) = recipe_ids(seeded, job_id)
+    set_id = seeded.load_job(job_id).sets[0].id
+    for system in ("s2.lab", "s1.lab"):
+        abort_on(seeded, recipe, system)
+        set_id = seeded.clone_recipe_set(set_id, actor=ADMIN, now=at(4))
+        (recipe,) = (r.id for r in seeded.get_recipe_set(set_id).recipes)
+    latest = seeded.get_recipe_set(set_id)
+    assert latest.attempt == 3
+    assert latest.spec.recipes[0].exclude == ["s1.lab", "s2.lab"]
+
+
+def test_only_an_ended_set_is_cloned_and_only_once(seeded: Repository) -> None:
+    job_id = seeded.submit_job(job_spec(1), owner="bob", now=at(1), source_format="native")
+    ((recipe,),) = recipe_ids(seeded, job_id)
+    set_id = seeded.load_job(job_id).sets[0].id
+    with pytest.raises(ConflictError, match="not ended"):
+        seeded.clone_recipe_set(set_id, actor=ADMIN, now=at(2))
+    abort_on(seeded, recipe, "s1.lab")
+    seeded.clone_recipe_set(set_id, actor=ADMIN, now=at(4))
+    with pytest.raises(ConflictError, match="already"):
+        seeded.clone_recipe_set(set_id, actor=ADMIN, now=at(5))
+    assert len(seeded.load_job(job_id).sets) == 2
+    with pytest.raises(NotFoundError):
+        seeded.clone_recipe_set(set_id + 10, actor=ADMIN, now=at(5))
+
+
+def test_a_set_carries_a_plain_words_error(seeded: Repository) -> None:
+    job_id = seeded.submit_job(job_spec(1), owner="bob", now=at(1), source_format="native")
+    set_id = seeded.load_job(job_id).sets[0].id
+    seeded.set_recipe_set_error(set_id, "r0: s1.lab excluded; no other system has 64 GiB")
+    assert seeded.get_recipe_set(set_id).error.startswith("r0: s1.lab excluded")
+    with pytest.raises(NotFoundError):
+        seeded.set_recipe_set_error(set_id + 10, None)

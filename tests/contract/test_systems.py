@@ -1,0 +1,123 @@
+"""Labs and systems: adding, listing, condition and usage changes, with history and activity."""
+
+from __future__ import annotations
+
+import pytest
+
+from labq.domain.model import System
+from labq.domain.states import Condition, Usage
+from labq.domain.usage import UsageRecord
+from labq.errors import ConflictError, IllegalTransition, NotFoundError
+from labq.store import Repository, epoch
+
+from .conftest import ADMIN, at
+
+
+def test_an_automated_system_starts_idle_then_pending(seeded: Repository) -> None:
+    t0 = epoch(at(0))
+    assert seeded.usage_history("s1.lab") == [
+        UsageRecord("s1.lab", Usage.IDLE, Condition.AUTOMATED, None, t0, t0),
+        UsageRecord("s1.lab", Usage.PENDING, Condition.AUTOMATED, None, t0, None),
+    ]
+    assert seeded.usage_history("s3.lab") == [
+        UsageRecord("s3.lab", Usage.IDLE, Condition.MANUAL, None, t0, None)
+    ]
+
+
+def test_systems_load_back_as_the_domain_sees_them(seeded: Repository) -> None:
+    s1 = seeded.get_system("s1.lab")
+    assert s1 == System(
+        "s1.lab",
+        "lab1",
+        attributes={"memory_mb": 8192},
+        pools=frozenset({"perf"}),
+        usage=Usage.PENDING,
+    )
+    assert [s.fqdn for s in seeded.list_systems()] == ["s1.lab", "s2.lab", "s3.lab"]
+    assert [s.fqdn for s in seeded.list_systems(pool="perf")] == ["s1.lab"]
+    assert len(seeded.list_systems(lab="lab1")) == 3
+    assert seeded.list_labs() == ["lab1"]
+
+
+def test_adding_needs_a_new_name_and_known_lab_owner_and_pools(seeded: Repository) -> None:
+    with pytest.raises(ConflictError):
+        seeded.add_system(System("s1.lab", "lab1"), actor=ADMIN, now=at(1))
+    for system in (
+        System("x.lab", "nowhere"),
+        System("x.lab", "lab1", owner="nobody"),
+        System("x.lab", "lab1", pools=frozenset({"nopool"})),
+    ):
+        with pytest.raises(NotFoundError):
+            seeded.add_system(system, actor=ADMIN, now=at(1))
+    with pytest.raises(NotFoundError):
+        seeded.get_system("x.lab")
+
+
+def test_a_broken_free_system_goes_idle_with_a_history_row_and_a_reason(
+    seeded: Repository,
+) -> None:
+    changed = seeded.set_condition(
+        "s1.lab", Condition.BROKEN, now=at(10), actor="carol", reason="disk died"
+    )
+    assert changed
+    system = seeded.get_system("s1.lab")
+    assert (system.condition, system.usage) == (Condition.BROKEN, Usage.IDLE)
+    assert seeded.condition_reason("s1.lab") == "disk died"
+    last_two = seeded.usage_history("s1.lab")[-2:]
+    assert last_two == [
+        UsageRecord(
+            "s1.lab", Usage.PENDING, Condition.AUTOMATED, None, epoch(at(0)), epoch(at(10))
+        ),
+        UsageRecord("s1.lab", Usage.IDLE, Condition.BROKEN, None, epoch(at(10)), None),
+    ]
+    entry = seeded.activity(kind="system")[0]
+    assert (entry.actor, entry.action, entry.old_value, entry.new_value, entry.reason) == (
+        "carol",
+        "condition",
+        "automated",
+        "broken",
+        "disk died",
+    )
+
+
+def test_repeating_a_condition_changes_nothing(seeded: Repository) -> None:
+    before = seeded.usage_history("s2.lab")
+    assert not seeded.set_condition("s2.lab", Condition.AUTOMATED, now=at(5), actor=ADMIN)
+    assert seeded.usage_history("s2.lab") == before
+
+
+def test_made_automated_a_manual_system_becomes_pending(seeded: Repository) -> None:
+    seeded.set_condition("s3.lab", Condition.AUTOMATED, now=at(5), actor=ADMIN)
+    assert seeded.get_system("s3.lab").usage is Usage.PENDING
+
+
+def test_a_free_system_moves_between_pending_and_idle(seeded: Repository) -> None:
+    assert seeded.set_usage("s1.lab", Usage.IDLE, now=at(3))
+    assert not seeded.set_usage("s1.lab", Usage.IDLE, now=at(4))
+    assert seeded.get_system("s1.lab").usage is Usage.IDLE
+    assert len(seeded.usage_history("s1.lab")) == 3
+
+
+def test_busy_usages_come_only_with_a_recipe(seeded: Repository) -> None:
+    with pytest.raises(IllegalTransition):
+        seeded.set_usage("s1.lab", Usage.RUNNING, now=at(3))
+    assert seeded.get_system("s1.lab").usage is Usage.PENDING
+
+
+def test_history_cannot_go_back_in_time(seeded: Repository) -> None:
+    seeded.set_usage("s1.lab", Usage.IDLE, now=at(10))
+    with pytest.raises(ValueError, match="history"):
+        seeded.set_usage("s1.lab", Usage.PENDING, now=at(5))
+    assert seeded.get_system("s1.lab").usage is Usage.IDLE
+
+
+def test_admin_changes_are_logged(seeded: Repository) -> None:
+    actions = {(e.object_kind, e.action, e.object_name) for e in seeded.activity(limit=50)}
+    assert {
+        ("lab", "add", "lab1"),
+        ("user", "add", "alice"),
+        ("group", "add", "kernel-qe"),
+        ("group", "add member", "kernel-qe"),
+        ("pool", "add", "perf"),
+        ("system", "add", "s1.lab"),
+    } <= actions
