@@ -73,6 +73,64 @@ def _shown_url(url: str) -> str:
         return "(an unreadable URL)"
 
 
+@cli.command()
+@click.argument("scenario", required=False, type=click.Path(dir_okay=False))
+@click.option("--policy", default="labq", show_default=True, help="The policy to run.")
+@click.option("--compare", "compare", default=None, help="Run several policies: labq,easy,…")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option(
+    "--plot",
+    "plot_dir",
+    default=None,
+    type=click.Path(file_okay=False),
+    help="Write PNG charts here.",
+)
+@click.option("--seed", default=0, show_default=True, help="Seed for policies that draw at random.")
+@click.option(
+    "--swf",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="Run a Standard Workload Format trace.",
+)
+@click.option(
+    "--nodes", default=None, type=int, help="With --swf: systems in the lab (default: the trace's)."
+)
+@click.option("--limit", default=None, type=int, help="With --swf: only the first J jobs.")
+@click.option(
+    "--estimate",
+    default="runtime",
+    show_default=True,
+    help="With --swf: declared max time: runtime, or xK (K times the runtime).",
+)
+def sim(
+    scenario: str | None,
+    policy: str,
+    compare: str | None,
+    as_json: bool,
+    plot_dir: str | None,
+    seed: int,
+    swf: str | None,
+    nodes: int | None,
+    limit: int | None,
+    estimate: str,
+) -> None:
+    """Run the scheduling core over a scenario or a workload trace with a virtual clock."""
+    from labq.sim.command import run_sim
+
+    run_sim(
+        scenario=scenario,
+        policies=compare.split(",") if compare else [policy],
+        compare=compare is not None,
+        as_json=as_json,
+        plot_dir=plot_dir,
+        seed=seed,
+        swf=swf,
+        nodes=nodes,
+        limit=limit,
+        estimate=estimate,
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the command line; errors are one line on stderr, never a traceback."""
     sys.exit(run(cli.main, argv))

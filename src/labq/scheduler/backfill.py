@@ -8,6 +8,7 @@ A set with no declared time never does.
 from __future__ import annotations
 
 import math
+from collections.abc import Set
 from typing import TYPE_CHECKING
 
 from labq.scheduler.entries import SetEntry
@@ -28,17 +29,20 @@ def delays_a_holder(s: Scheduler, entry: SetEntry, lab: str, systems: set[str]) 
             continue
         if entry.max_time is None:
             return True
-        if s.now + entry.max_time > earliest_start(s, holder, lab):
+        if s.now + entry.max_time > earliest_start(s, holder, lab, as_free=systems):
             return True
     return False
 
 
-def earliest_start(s: Scheduler, holder: SetEntry, lab: str) -> float:
+def earliest_start(
+    s: Scheduler, holder: SetEntry, lab: str, as_free: Set[str] = frozenset()
+) -> float:
     """The soonest the holder could have all its systems: the time enough of them can be free.
 
     A running set with a declared maximum time frees its system by its end; one
     without could end any moment, so it counts as free now (this is a lower
-    bound, which keeps backfill from ever delaying the holder).
+    bound, which keeps backfill from ever delaying the holder). Systems in
+    ``as_free`` (the ones a backfill candidate would take) count as free now.
     """
     missing = len(holder.unplaced())
     times: list[float] = []
@@ -51,7 +55,7 @@ def earliest_start(s: Scheduler, holder: SetEntry, lab: str) -> float:
             if not s._usable(system, recipe, holder):
                 continue
             seen.add(fqdn)
-            times.append(_free_at(s, system.recipe))
+            times.append(s.now if fqdn in as_free else _free_at(s, system.recipe))
     if len(times) < missing:
         return math.inf
     times.sort()

@@ -31,10 +31,10 @@ def repair(s: Scheduler) -> None:
             s._unhold(entry, "held systems longer than holds.max_age without starting")
 
 
-def possible_labs(s: Scheduler, entry: SetEntry) -> list[str]:
+def possible_labs(s: Scheduler, entry: SetEntry, only: str | None = None) -> list[str]:
     """Labs whose systems could run the whole set, once free (whatever they do now)."""
     out = []
-    for lab in sorted(s.free):
+    for lab in sorted(s.free) if only is None else [only]:
         demands: dict[str, int] = {}
         for recipe in entry.recipes:
             demands[recipe.klass] = demands.get(recipe.klass, 0) + 1

@@ -30,7 +30,7 @@ from labq.domain.priority import Priority
 from labq.domain.states import Condition, RecipeState
 from labq.scheduler import decisions as d
 from labq.scheduler.backfill import delays_a_holder
-from labq.scheduler.consistency import repair
+from labq.scheduler.consistency import possible_labs, repair
 from labq.scheduler.entries import (
     RecipeEntry,
     SchedulerConfig,
@@ -64,6 +64,8 @@ class Scheduler:
         self._offers: deque[str] = deque()
         self._pending: set[str] = set()
         self._now = 0.0
+        self._epoch = 0  # bumped whenever the set of usable systems may change
+        self._possible: dict[tuple[int, str], tuple[int, bool]] = {}
 
     # --- events ---------------------------------------------------------------
 
@@ -75,6 +77,7 @@ class Scheduler:
         system.recipe = None
         self.systems[system.fqdn] = system
         self.index.add_system(system)
+        self._epoch += 1
         self.free.setdefault(system.lab, set())
         self.holders.setdefault(system.lab, set())
         if system.condition is not Condition.REMOVED:
@@ -86,6 +89,7 @@ class Scheduler:
         self._begin(now)
         system = self.systems[fqdn]
         system.condition = condition
+        self._epoch += 1
         if system.recipe is not None:
             holder = self.sets[self.recipes[system.recipe].set_id]
             if not holder.started and not self._usable(system, self.recipes[system.recipe]):
@@ -211,6 +215,15 @@ class Scheduler:
                 out.append(fqdn)
         return sorted(out)
 
+    def could_run_in(self, entry: SetEntry, lab: str) -> bool:
+        """Whether the lab's systems could run the whole set once free (cached per change)."""
+        key = (entry.id, lab)
+        cached = self._possible.get(key)
+        if cached is None or cached[0] != self._epoch:
+            cached = (self._epoch, lab in possible_labs(self, entry, only=lab))
+            self._possible[key] = cached
+        return cached[1]
+
     # --- placing sets -------------------------------------------------------------
 
     def _register(self, submission: SetSubmission) -> SetEntry:
@@ -253,7 +266,11 @@ class Scheduler:
                 return
             if placement and (best is None or len(placement) > best[0]):
                 best = (len(placement), lab, placement)
-        if best is not None and self._may_hold(entry, best[1]):
+        if (
+            best is not None
+            and self.could_run_in(entry, best[1])
+            and self._may_hold(entry, best[1])
+        ):
             self._hold(entry, best[1], best[2])
             return
         for recipe in entry.recipes:
@@ -264,19 +281,28 @@ class Scheduler:
     def _available(self, lab: str) -> set[str]:
         return self.free[lab] | {f for f in self._pending if self.systems[f].lab == lab}
 
-    def _placement(self, entry: SetEntry, lab: str, available: set[str]) -> Placement:
-        """A maximum matching of the set's unplaced recipes to ``available`` systems in ``lab``."""
-        unplaced = entry.unplaced()
+    def _placement(
+        self, entry: SetEntry, lab: str, available: set[str], *, rematch: bool = False
+    ) -> Placement:
+        """A maximum matching of the set's recipes to ``available`` systems in ``lab``.
+
+        Normally only unplaced recipes are matched; with ``rematch`` every recipe
+        is, over its own holds too, so a set can rearrange what it holds (a generic
+        recipe may be sitting on the one system a picky recipe needs).
+        """
+        recipes = entry.recipes if rematch else entry.unplaced()
+        if rematch:
+            available = available | {r.system for r in entry.recipes if r.system is not None}
         by_class: dict[str, list[RecipeEntry]] = {}
-        for recipe in unplaced:
+        for recipe in recipes:
             by_class.setdefault(recipe.klass, []).append(recipe)
         candidates = {
             key: sorted(
                 f
                 for f in self.index.systems_of[key] & available
-                if self.systems[f].lab == lab and self._usable(self.systems[f], recipes[0], entry)
+                if self.systems[f].lab == lab and self._usable(self.systems[f], group[0], entry)
             )
-            for key, recipes in by_class.items()
+            for key, group in by_class.items()
         }
         given = gang_match({k: len(v) for k, v in by_class.items()}, candidates)
         placement: Placement = {}
@@ -398,11 +424,27 @@ class Scheduler:
                     if r.system is not None
                 }
                 pool = self._available(lab) | lower
-                placement = self._placement(holder, lab, pool)
-                if len(placement) == len(holder.unplaced()):
-                    self._start(holder, lab, placement)
-                    progress = True
-                    break
+                placement = self._placement(holder, lab, pool, rematch=True)
+                if len(placement) < len(holder.recipes):
+                    continue
+                # starting turns holds into running systems nobody can take back:
+                # the same backfill rule as for any set applies against better holders
+                if delays_a_holder(self, holder, lab, set(placement.values())):
+                    continue
+                self._rearrange(holder, placement)
+                self._start(holder, lab, {})
+                progress = True
+                break
+
+    def _rearrange(self, entry: SetEntry, placement: Placement) -> None:
+        """Let go of own holds the new placement moves elsewhere, then take the new ones."""
+        for recipe in entry.placed():
+            if placement.get(recipe.id) != recipe.system:
+                self._release(recipe, "rearranged within its own set")
+        moved = {rid: f for rid, f in placement.items() if self.recipes[rid].system != f}
+        if moved:
+            assert entry.lab is not None
+            self._bind(entry, entry.lab, moved)
 
     def _admit(self, lab: str) -> None:
         """A hold slot opened: offer the lab's idle systems again."""
@@ -437,11 +479,16 @@ class Scheduler:
                 self._pending.discard(fqdn)
                 continue
             was_pending = fqdn in self._pending
-            if not self._offer(system) and was_pending:
+            if self._offer(system):
+                continue
+            if was_pending:
                 self._pending.discard(fqdn)
                 self.free[system.lab].add(fqdn)
                 if system.condition is Condition.AUTOMATED:
                     self._out.append(d.Idle(fqdn))
+            if self.holders[system.lab]:
+                # a holder may use it indirectly, by moving one of its own recipes onto it
+                self._complete_holders(system.lab)
 
     def _offer(self, system: SystemEntry) -> bool:
         """Give one free system to the best candidate allowed to take it."""
@@ -487,7 +534,7 @@ class Scheduler:
         whole = len(placement) == len(entry.unplaced()) and system.fqdn in placement.values()
         if whole and self._backfill_ok(entry, lab, placement):
             return ("start", entry, placement)
-        if self._could_hold(entry, lab):
+        if self._could_hold(entry, lab) and self.could_run_in(entry, lab):
             partial = {recipe.id: system.fqdn}
             return ("hold", entry, partial)
         return None

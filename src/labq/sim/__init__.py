@@ -1,0 +1,1 @@
+"""``labq sim``: the discrete-event simulator that drives the real scheduling core."""

@@ -1,0 +1,66 @@
+"""The policies ``labq sim`` compares, behind one small interface."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Protocol
+
+from labq.domain.model import AccessPolicy
+from labq.domain.priority import Priority
+from labq.domain.states import Condition, RecipeState
+from labq.scheduler.core import Scheduler
+from labq.scheduler.decisions import Decision
+from labq.scheduler.entries import SchedulerConfig, SetSubmission, SystemEntry
+
+
+class Policy(Protocol):
+    """Events in, decisions out: what the simulator drives.
+
+    ``polls`` policies (the legacy batch loops and workers) also get ``tick``
+    every ``poll_every`` seconds; event-driven ones get nothing from a timer but
+    the consistency pass.
+    """
+
+    name: str
+    polls: bool
+
+    def add_system(self, system: SystemEntry, now: float) -> list[Decision]: ...
+    def change_condition(self, fqdn: str, condition: Condition, now: float) -> list[Decision]: ...
+    def submit(self, sets: Sequence[SetSubmission], now: float) -> list[Decision]: ...
+    def started(self, set_id: int, now: float) -> list[Decision]: ...
+    def finish(
+        self, set_id: int, outcomes: Mapping[int, RecipeState], now: float
+    ) -> list[Decision]: ...
+    def cancel(self, set_ids: Iterable[int], now: float) -> list[Decision]: ...
+    def change_priority(
+        self, set_ids: Iterable[int], priority: Priority, now: float
+    ) -> list[Decision]: ...
+    def consistency_pass(self, now: float) -> list[Decision]: ...
+    def tick(self, now: float) -> list[Decision]: ...
+
+
+class LabqPolicy(Scheduler):
+    """The real core, as is: labq's policy."""
+
+    name = "labq"
+    polls = False
+
+    def __init__(
+        self, config: SchedulerConfig, access: AccessPolicy, rng: random.Random | None = None
+    ):
+        super().__init__(config, access)  # the core needs no randomness
+
+    def tick(self, now: float) -> list[Decision]:
+        """labq is event-driven: nothing happens on a timer but the consistency pass."""
+        return []
+
+
+PolicyFactory = Callable[[SchedulerConfig, AccessPolicy, random.Random], Policy]
+
+
+def registry() -> dict[str, PolicyFactory]:
+    """Every policy by name."""
+    from labq.sim.baselines import BASELINES
+
+    return {"labq": LabqPolicy, **BASELINES}

@@ -1,0 +1,102 @@
+"""Turning runs into what ``labq sim`` prints: JSON objects and tables."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from labq.sim.metrics import Metrics, measure, recipe_rows, set_rows, stuck
+from labq.sim.runner import Run
+
+
+def run_report(run: Run) -> dict[str, Any]:
+    """The full report of one run (``labq sim --json``)."""
+    return {
+        "policy": run.policy,
+        "recipes": recipe_rows(run.world),
+        "recipe_sets": set_rows(run.world),
+        "metrics": _metrics_dict(measure(run.world)),
+        "stuck": stuck(run.world),
+    }
+
+
+def compare_report(runs: list[Run]) -> dict[str, Any]:
+    """One row of metrics per policy (``labq sim --compare --json``)."""
+    return {
+        "policies": [
+            {
+                "policy": run.policy,
+                **_metrics_dict(measure(run.world)),
+                "stuck": len(stuck(run.world)),
+            }
+            for run in runs
+        ]
+    }
+
+
+def _metrics_dict(metrics: Metrics) -> dict[str, Any]:
+    out = asdict(metrics)
+    out["jain_fairness"] = {
+        "index": metrics.jain_fairness,
+        "groups": metrics.group_mean_slowdown,
+    }
+    del out["group_mean_slowdown"]
+    return out
+
+
+def print_run(run: Run, console: Console) -> None:
+    """A human summary of one run: the metrics, then anything stuck."""
+    metrics = measure(run.world)
+    table = Table(title=f"labq sim — policy {run.policy}")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for name, value in _rows(metrics):
+        table.add_row(name, value)
+    console.print(table)
+    problems = stuck(run.world)
+    if problems:
+        console.print(f"[bold red]{len(problems)} recipe set(s) stuck:[/]")
+        for item in problems:
+            console.print(f"  {item['job']} set {item['recipe_set']}: {item['reason']}")
+    errors = [r for r in set_rows(run.world) if r["error"]]
+    for row in errors:
+        console.print(f"  {row['job']} set {row['index']} attempt {row['attempt']}: {row['error']}")
+
+
+def print_compare(runs: list[Run], console: Console) -> None:
+    """One table, a column per policy."""
+    table = Table(title="labq sim — policies compared")
+    table.add_column("metric")
+    measured = [measure(run.world) for run in runs]
+    for run in runs:
+        table.add_column(run.policy, justify="right")
+    names = [name for name, _ in _rows(measured[0])] if measured else []
+    columns = [dict(_rows(m)) for m in measured]
+    for name in names:
+        table.add_row(name, *(col[name] for col in columns))
+    table.add_row("stuck sets", *(str(len(stuck(run.world))) for run in runs))
+    console.print(table)
+
+
+def _rows(metrics: Metrics) -> list[tuple[str, str]]:
+    return [
+        ("recipe sets (started)", f"{metrics.sets} ({metrics.started})"),
+        ("mean wait", _duration(metrics.mean_wait)),
+        ("p95 wait", _duration(metrics.p95_wait)),
+        ("max wait", _duration(metrics.max_wait)),
+        ("mean bounded slowdown", f"{metrics.mean_bounded_slowdown:.2f}"),
+        ("utilisation", f"{metrics.utilization:.1%}"),
+        ("makespan", _duration(metrics.makespan)),
+        ("Jain fairness (groups)", f"{metrics.jain_fairness:.3f}"),
+    ]
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"

@@ -1,0 +1,215 @@
+"""Building a world from a scenario and running it to the end."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from labq.domain import requirements
+from labq.domain.job import JobSpec
+from labq.domain.model import AccessPolicy, System
+from labq.errors import InputError
+from labq.sim import world as w
+from labq.sim.policy import Policy, registry
+from labq.sim.scenario import Scenario, SimJob, SimRecipeSet
+from labq.sim.world import RecipeRun, SetRun, World
+
+
+@dataclass
+class Run:
+    """A finished simulation: the world as it ended and which policy made it."""
+
+    policy: str
+    world: World
+    scenario: Scenario
+
+
+def access_policy(scenario: Scenario) -> AccessPolicy:
+    """Pool access rules of a scenario."""
+    policy = AccessPolicy()
+    for pool in scenario.pools:
+        for group, cap in (pool.access or {}).items():
+            policy.allow(pool.name, group, cap)
+    return policy
+
+
+def make_policy(name: str, scenario: Scenario, rng: random.Random) -> Policy:
+    """A fresh policy by name."""
+    policies = registry()
+    if name not in policies:
+        raise InputError(f"unknown policy {name!r} (expected one of {', '.join(policies)})")
+    return policies[name](scenario.config.scheduler(), access_policy(scenario), rng)
+
+
+def simulate(
+    scenario: Scenario, files: dict[str, JobSpec], policy_name: str = "labq", seed: int = 0
+) -> Run:
+    """Run one policy over a scenario to the end (or to ``config.until``)."""
+    policy = make_policy(policy_name, scenario, random.Random(seed))  # noqa: S311 - simulation
+    world = World(
+        policy=policy, access=access_policy(scenario), install_time=scenario.config.install_time
+    )
+    for spec in scenario.all_systems():
+        system = System(
+            fqdn=spec.fqdn,
+            lab=spec.lab,
+            arch=spec.arch,
+            attributes=dict(spec.attrs),
+            pools=frozenset(spec.pools),
+        )
+        world.add_system(system, spec.condition)
+    for job in scenario.jobs:
+        ids = [world_set.id for world_set in _job_sets(world, job, files.get(job.id))]
+        world.at(job.submit_at, w.SUBMIT, tuple(ids))
+    for event in scenario.events:
+        world.at(event.at, w.CONDITION if event.system else w.CONTROL, event)
+    _loop(world, scenario)
+    return Run(policy_name, world, scenario)
+
+
+def _loop(world: World, scenario: Scenario) -> None:
+    config = scenario.config
+    world.at(config.consistency_every, w.CONSISTENCY)
+    if world.policy.polls:
+        world.at(0.0, w.TICK)
+    while True:
+        event = world.pop()
+        if event is None:
+            break
+        time, kind, payload = event
+        if config.until is not None and time > config.until:
+            break
+        _handle(world, kind, payload)
+        if kind in (w.TICK, w.CONSISTENCY) and not _more_to_do(world):
+            continue  # the periodic timers stop when nothing can change any more
+        if kind == w.TICK:
+            world.at(world.now + config.poll_every, w.TICK)
+        elif kind == w.CONSISTENCY:
+            world.at(world.now + config.consistency_every, w.CONSISTENCY)
+
+
+MAX_IDLE_ROUNDS = 50
+
+
+def _more_to_do(world: World) -> bool:
+    if world.running() or world.has(w.SUBMIT, w.FINISH, w.CONDITION, w.CONTROL):
+        world.idle_rounds = 0
+        return True
+    before = world.decisions
+    # nothing runs and nothing will arrive: one more look, then stop if it changed nothing
+    world.apply(world.policy.consistency_pass(world.now))
+    if world.policy.polls:
+        world.apply(world.policy.tick(world.now))
+    if world.running():
+        world.idle_rounds = 0
+        return True
+    # a policy that keeps deciding while nothing ever runs is going round in circles
+    world.idle_rounds += 1
+    return world.decisions != before and world.idle_rounds < MAX_IDLE_ROUNDS
+
+
+def _handle(world: World, kind: int, payload: tuple[object, ...]) -> None:
+    if kind == w.SUBMIT:
+        (ids,) = payload
+        assert isinstance(ids, tuple)
+        world.submit(ids)
+    elif kind == w.FINISH:
+        world.finish_set(*payload)  # type: ignore[arg-type]
+    elif kind == w.RUNNING:
+        world.mark_running(*payload)  # type: ignore[arg-type]
+    elif kind == w.TICK:
+        world.apply(world.policy.tick(world.now))
+    elif kind == w.CONSISTENCY:
+        world.apply(world.policy.consistency_pass(world.now))
+    else:
+        _scenario_event(world, payload[0])
+
+
+def _scenario_event(world: World, event: object) -> None:
+    from labq.sim.scenario import SimEvent
+
+    assert isinstance(event, SimEvent)
+    if event.system is not None and event.condition is not None:
+        world.set_condition(event.system, event.condition)
+    elif event.cancel is not None:
+        ids = [i for i in world.jobs.get(event.cancel, []) if world.sets[i].finished_at is None]
+        for i in ids:
+            if i not in world.submitted:
+                world.cancel_unsubmitted(i)
+        known = [i for i in ids if i in world.submitted]
+        world.apply(world.policy.cancel(known, world.now))
+    elif event.job is not None and event.priority is not None:
+        ids = [i for i in world.jobs.get(event.job, []) if world.sets[i].finished_at is None]
+        for i in ids:
+            world.sets[i].priority = event.priority
+        known = [i for i in ids if i in world.submitted]
+        world.apply(world.policy.change_priority(known, event.priority, world.now))
+
+
+def _job_sets(world: World, job: SimJob, spec: JobSpec | None) -> list[SetRun]:
+    """The set attempts of one scenario job, registered in the world."""
+    if job.recipe_sets is not None:
+        sets = job.recipe_sets
+    else:
+        if spec is None:
+            from labq.formats.native import validate_native
+
+            spec = validate_native(job.job, source=f"job {job.id}")
+        sets = [_from_spec(rs, job) for rs in spec.model_dump()["recipe_sets"]]
+    runs = []
+    for index, rs in enumerate(sets):
+        run = SetRun(
+            id=world.new_id(),
+            job=job.id,
+            index=index,
+            attempt=1,
+            submitted=job.submit_at,
+            priority=rs.priority,
+            group=job.group,
+            max_time=rs.max_time,
+            max_retries=rs.max_retries,
+            recipes=[],
+        )
+        for recipe in rs.recipes:
+            outcome = (
+                recipe.outcome if isinstance(recipe.outcome, str) else list(recipe.outcome.abort_on)
+            )
+            run.recipes.append(
+                RecipeRun(
+                    id=world.new_id(),
+                    set_id=run.id,
+                    role=recipe.role,
+                    requirement=requirements.parse(recipe.host),
+                    duration=recipe.duration,
+                    outcome=outcome,
+                    excluded=frozenset(recipe.exclude),
+                    force=recipe.force,
+                )
+            )
+        world.add_set(run)
+        runs.append(run)
+    return runs
+
+
+def _from_spec(raw: dict[str, object], job: SimJob) -> SimRecipeSet:
+    """A native recipe set with the job's default duration and outcome per recipe."""
+    recipes = []
+    for recipe in raw["recipes"]:  # type: ignore[attr-defined]
+        recipes.append(
+            {
+                "role": recipe["role"],
+                "host": recipe["host"],
+                "force": recipe["force"],
+                "exclude": recipe["exclude"],
+                "duration": job.duration,
+                "outcome": job.outcome,
+            }
+        )
+    return SimRecipeSet.model_validate(
+        {
+            "priority": raw["priority"],
+            "max_retries": raw["max_retries"],
+            "max_time": raw["max_time"],
+            "recipes": recipes,
+        }
+    )

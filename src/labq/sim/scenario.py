@@ -1,0 +1,218 @@
+"""The scenario format of ``labq sim`` (reference: docs/simulation.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from labq.domain.job import JobSpec, PriorityField
+from labq.domain.priority import Priority
+from labq.domain.requirements import Scalar
+from labq.domain.states import Condition
+from labq.errors import InputError
+from labq.formats.loader import load_job
+from labq.formats.source import LineMap, load_yaml, read_document, validation_error
+from labq.scheduler.entries import SchedulerConfig
+
+Name = Annotated[str, Field(min_length=1, max_length=255)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class AgingConfig(_Strict):
+    bump_after: Annotated[float, Field(gt=0)] | None = 3600.0
+    ceiling: PriorityField = Priority.HIGH
+
+
+class RetryConfig(_Strict):
+    hard_limit: Annotated[int, Field(ge=0)] = 3
+
+
+class HoldsConfig(_Strict):
+    per_lab: Annotated[int, Field(ge=0)] = 2
+    max_age: Annotated[float, Field(gt=0)] | None = None
+
+
+class SimConfig(_Strict):
+    """Policy knobs plus the simulator's own."""
+
+    aging: AgingConfig = AgingConfig()
+    retry: RetryConfig = RetryConfig()
+    holds: HoldsConfig = HoldsConfig()
+    install_time: Annotated[float, Field(ge=0)] = 0.0  # provisioning before tasks run
+    consistency_every: Annotated[float, Field(gt=0)] = 600.0
+    poll_every: Annotated[float, Field(gt=0)] = 60.0  # for the legacy policies that poll
+    until: Annotated[float, Field(gt=0)] | None = None
+
+    def scheduler(self) -> SchedulerConfig:
+        """The core's configuration."""
+        return SchedulerConfig(
+            aging_bump_after=self.aging.bump_after,
+            aging_ceiling=self.aging.ceiling,
+            retry_hard_limit=self.retry.hard_limit,
+            holds_per_lab=self.holds.per_lab,
+            holds_max_age=self.holds.max_age,
+        )
+
+
+class PoolSpec(_Strict):
+    name: Name
+    access: dict[Name, PriorityField] | None = None  # None: open to every group
+
+
+class SystemSpec(_Strict):
+    fqdn: Name
+    lab: Name
+    arch: Name = "x86_64"
+    pools: list[Name] = Field(default_factory=list)
+    attrs: dict[Name, Scalar] = Field(default_factory=dict)
+    condition: Condition = Condition.AUTOMATED
+    count: Annotated[int, Field(ge=1, le=100_000)] | None = None
+
+    def expand(self) -> list[SystemSpec]:
+        """``count: 8`` makes ``name-1`` … ``name-8`` (the suffix goes before the first dot)."""
+        if self.count is None:
+            return [self]
+        head, dot, tail = self.fqdn.partition(".")
+        return [
+            self.model_copy(update={"fqdn": f"{head}-{i}{dot}{tail}", "count": None})
+            for i in range(1, self.count + 1)
+        ]
+
+
+Outcome = Literal["pass", "fail", "abort"]
+
+
+class AbortOn(_Strict):
+    abort_on: list[Name]
+
+
+class SimRecipe(_Strict):
+    """A recipe with what the simulation needs: how long it runs and how it ends."""
+
+    duration: Annotated[float, Field(ge=0)] = 60.0
+    outcome: Outcome | AbortOn = "pass"
+    role: Name | None = None
+    host: dict[str, Any] | None = None
+    force: Name | None = None
+    exclude: list[Name] = Field(default_factory=list)
+    tasks: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class SimRecipeSet(_Strict):
+    priority: PriorityField = Priority.NORMAL
+    max_retries: Annotated[int, Field(ge=0)] = 0
+    max_time: Annotated[float, Field(gt=0)] | None = None
+    locks: dict[str, Any] = Field(default_factory=dict)
+    recipes: Annotated[list[SimRecipe], Field(min_length=1)]
+
+
+class SimJob(_Strict):
+    """A job arriving at ``submit_at``: from a file, inline native form, or inline sets."""
+
+    id: Name
+    submit_at: Annotated[float, Field(ge=0)] = 0.0
+    group: Name | None = None
+    file: str | None = None
+    job: dict[str, Any] | None = None
+    recipe_sets: list[SimRecipeSet] | None = None
+    duration: Annotated[float, Field(ge=0)] = 60.0  # for recipes of `file`/`job` jobs
+    outcome: Outcome = "pass"
+
+    @model_validator(mode="after")
+    def _one_source(self) -> SimJob:
+        given = [k for k in ("file", "job", "recipe_sets") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("a job needs exactly one of file, job or recipe_sets")
+        return self
+
+
+class SimEvent(_Strict):
+    """Something that happens at ``at``: a condition change, a cancel, a priority change."""
+
+    at: Annotated[float, Field(ge=0)]
+    system: Name | None = None
+    condition: Condition | None = None
+    cancel: Name | None = None
+    job: Name | None = None
+    priority: PriorityField | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> SimEvent:
+        kinds = [
+            self.system is not None and self.condition is not None,
+            self.cancel is not None,
+            self.job is not None and self.priority is not None,
+        ]
+        if sum(kinds) != 1:
+            raise ValueError("an event is one of {system, condition}, {cancel} or {job, priority}")
+        return self
+
+
+class Scenario(_Strict):
+    config: SimConfig = SimConfig()
+    labs: list[Name] = Field(default_factory=list)
+    pools: list[PoolSpec] = Field(default_factory=list)
+    systems: list[SystemSpec] = Field(default_factory=list)
+    jobs: list[SimJob] = Field(default_factory=list)
+    events: list[SimEvent] = Field(default_factory=list)
+
+    def all_systems(self) -> list[SystemSpec]:
+        """Every system, ``count`` expanded."""
+        return [s for spec in self.systems for s in spec.expand()]
+
+
+def load_scenario(path: str | Path) -> tuple[Scenario, dict[str, JobSpec]]:
+    """Read a scenario file; also reads the job files it names (relative to it)."""
+    text = read_document(path, limit=64 * 1024 * 1024)
+    data, lines = load_yaml(text, source=str(path))
+    scenario = parse_scenario(data, source=str(path), lines=lines)
+    base = Path(path).parent
+    files = {job.id: load_job(base / job.file) for job in scenario.jobs if job.file is not None}
+    return scenario, files
+
+
+def parse_scenario(data: object, *, source: str, lines: LineMap | None = None) -> Scenario:
+    """Validate scenario data, with errors that name the place."""
+    try:
+        scenario = Scenario.model_validate(data)
+    except ValidationError as exc:
+        raise validation_error(exc, source=source, lines=lines or LineMap()) from None
+    _check_references(scenario, source)
+    return scenario
+
+
+def _check_references(scenario: Scenario, source: str) -> None:
+    ids = [job.id for job in scenario.jobs]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise InputError(f"job ids must be unique: {', '.join(dupes)}", source=source, place="jobs")
+    fqdns = [s.fqdn for s in scenario.all_systems()]
+    seen: set[str] = set()
+    for fqdn in fqdns:
+        if fqdn in seen:
+            raise InputError(f"system {fqdn} is listed twice", source=source, place="systems")
+        seen.add(fqdn)
+    pools = {p.name for p in scenario.pools}
+    for i, system in enumerate(scenario.systems):
+        if scenario.labs and system.lab not in scenario.labs:
+            raise InputError(
+                f"unknown lab {system.lab!r}", source=source, place=f"systems[{i}].lab"
+            )
+        for pool in system.pools:
+            if pool not in pools:
+                raise InputError(
+                    f"unknown pool {pool!r}", source=source, place=f"systems[{i}].pools"
+                )
+    for i, event in enumerate(scenario.events):
+        named = event.cancel or event.job
+        if named is not None and named not in ids:
+            raise InputError(f"no job {named!r}", source=source, place=f"events[{i}]")
+        if event.system is not None and event.system not in seen:
+            raise InputError(
+                f"no system {event.system!r}", source=source, place=f"events[{i}].system"
+            )

@@ -1,0 +1,328 @@
+"""The virtual world: a clock, an event heap, systems and jobs that run for a while.
+
+Events are kept as ``(time, kind order, sequence, event)``: the increasing
+sequence number makes every run with the same input and seed the same run.
+The world applies each decision of the policy to a lifecycle :class:`Ledger`,
+so an illegal move or a system given twice raises at once.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from labq.domain.lifecycle import Ledger
+from labq.domain.model import AccessPolicy, System
+from labq.domain.priority import Priority
+from labq.domain.requirements import ANY_SYSTEM, Requirement
+from labq.domain.states import Condition, RecipeState, Result, Usage
+from labq.scheduler import decisions as d
+from labq.scheduler.entries import RecipeSubmission, SetSubmission, SystemEntry
+from labq.sim.policy import Policy
+
+# Order of kinds at the same instant: ends free systems before new work arrives.
+FINISH, RUNNING, CONDITION, CONTROL, SUBMIT, TICK, CONSISTENCY = range(7)
+
+
+@dataclass
+class RecipeRun:
+    """One recipe attempt in the simulation."""
+
+    id: int
+    set_id: int
+    role: str | None
+    requirement: Requirement
+    duration: float
+    outcome: Any  # "pass" | "fail" | "abort" | list of fqdns to abort on
+    excluded: frozenset[str] = frozenset()
+    force: str | None = None
+    state: RecipeState = RecipeState.NEW
+    system: str | None = None
+    ran_on: str | None = None  # the last system it was given; kept after it lets go
+    scheduled_at: float | None = None
+    started_at: float | None = None
+    finished_at: float | None = None
+    result: Result | None = None
+
+
+@dataclass
+class SetRun:
+    """One recipe set attempt."""
+
+    id: int
+    job: str
+    index: int
+    attempt: int
+    submitted: float
+    priority: Priority
+    group: str | None
+    max_time: float | None
+    max_retries: int
+    recipes: list[RecipeRun]
+    retry_of: int | None = None
+    started_at: float | None = None
+    finished_at: float | None = None
+    error: str | None = None
+    finish_token: int = 0
+
+    def submission(self) -> SetSubmission:
+        """What the policy is told about this set."""
+        return SetSubmission(
+            id=self.id,
+            job=hash(self.job) & 0x7FFFFFFF,
+            recipes=tuple(
+                RecipeSubmission(r.id, r.requirement, r.role, r.excluded, r.force)
+                for r in self.recipes
+            ),
+            priority=self.priority,
+            submitted=self.submitted,
+            group=self.group,
+            max_time=self.max_time,
+            max_retries=self.max_retries,
+            attempt=self.attempt,
+            retry_of=self.retry_of,
+        )
+
+
+@dataclass
+class World:
+    """Everything the simulation keeps, and the event heap that moves it."""
+
+    policy: Policy
+    access: AccessPolicy
+    install_time: float = 0.0
+    now: float = 0.0
+    ledger: Ledger = field(default_factory=Ledger)
+    sets: dict[int, SetRun] = field(default_factory=dict)
+    recipes: dict[int, RecipeRun] = field(default_factory=dict)
+    jobs: dict[str, list[int]] = field(default_factory=dict)
+    decisions: int = 0
+    idle_rounds: int = 0
+    submitted: set[int] = field(default_factory=set)
+    _heap: list[tuple[float, int, int, tuple[Any, ...]]] = field(default_factory=list)
+    _seq: itertools.count[int] = field(default_factory=itertools.count)
+    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    # --- the heap -------------------------------------------------------------------
+
+    def at(self, time: float, kind: int, *payload: Any) -> None:
+        """Schedule an event."""
+        heapq.heappush(self._heap, (time, kind, next(self._seq), payload))
+
+    def pop(self) -> tuple[float, int, tuple[Any, ...]] | None:
+        """The next event, with the clock moved to it."""
+        if not self._heap:
+            return None
+        time, kind, _, payload = heapq.heappop(self._heap)
+        self.now = max(self.now, time)
+        return time, kind, payload
+
+    def has(self, *kinds: int) -> bool:
+        """Whether any event of these kinds is still to come."""
+        return any(entry[1] in kinds for entry in self._heap)
+
+    def new_id(self) -> int:
+        """A fresh id for a set or recipe."""
+        return next(self._ids)
+
+    # --- systems -----------------------------------------------------------------------
+
+    def add_system(self, system: System, condition: Condition) -> None:
+        """A system joins at the current time; the policy hears of it."""
+        system.condition = condition
+        self.ledger.add_system(system, self.now)
+        entry = SystemEntry(system.fqdn, system.lab, system.facts(), system.pools, condition)
+        self.apply(self.policy.add_system(entry, self.now))
+
+    def set_condition(self, fqdn: str, condition: Condition) -> None:
+        """An admin changes a system's condition."""
+        self.ledger.set_condition(fqdn, condition, self.now)
+        self.apply(self.policy.change_condition(fqdn, condition, self.now))
+
+    # --- jobs -----------------------------------------------------------------------------
+
+    def add_set(self, run: SetRun) -> None:
+        """Register a set attempt and its recipes (not yet submitted)."""
+        self.sets[run.id] = run
+        self.jobs.setdefault(run.job, []).append(run.id)
+        for recipe in run.recipes:
+            self.recipes[recipe.id] = recipe
+            self.ledger.add_recipe(recipe.id)
+
+    def submit(self, set_ids: Sequence[int]) -> None:
+        """The new-job event for some sets."""
+        fresh = [i for i in set_ids if self.sets[i].finished_at is None]
+        self.submitted.update(fresh)
+        subs = [self.sets[i].submission() for i in fresh]
+        if subs:
+            self.apply(self.policy.submit(subs, self.now))
+
+    def cancel_unsubmitted(self, set_id: int) -> None:
+        """A job cancelled before it arrived never reaches the policy."""
+        for recipe in self.sets[set_id].recipes:
+            self._end(recipe.id, RecipeState.CANCELLED)
+
+    # --- decisions ------------------------------------------------------------------------
+
+    def apply(self, decisions: Sequence[d.Decision]) -> None:
+        """Carry out the policy's decisions in order."""
+        for decision in decisions:
+            self.decisions += 1
+            self._apply_one(decision)
+
+    def _apply_one(self, decision: d.Decision) -> None:
+        now = self.now
+        if isinstance(decision, d.Schedule):
+            recipe = self.recipes[decision.recipe]
+            self.ledger.move_recipe(recipe.id, RecipeState.SCHEDULED, now, system=decision.system)
+            recipe.state, recipe.system, recipe.scheduled_at = (
+                RecipeState.SCHEDULED,
+                decision.system,
+                now,
+            )
+            recipe.ran_on = decision.system
+        elif isinstance(decision, d.Assign | d.Release):
+            self._move(decision.recipe, RecipeState.ASSIGNED)
+        elif isinstance(decision, d.Enqueue):
+            self._move(decision.recipe, RecipeState.QUEUED)
+        elif isinstance(decision, d.Idle):
+            if self.ledger.systems[decision.system].usage is Usage.PENDING:
+                self.ledger.set_usage(decision.system, Usage.IDLE, now)
+        elif isinstance(decision, d.Start):
+            self._start(self.sets[decision.set])
+        elif isinstance(decision, d.Cancel):
+            self._end(decision.recipe, RecipeState.CANCELLED)
+        elif isinstance(decision, d.Abort):
+            self._end(decision.recipe, RecipeState.ABORTED)
+        elif isinstance(decision, d.Stop):
+            self._stop(self.sets[decision.set])
+        elif isinstance(decision, d.Retry):
+            self._retry(self.sets[decision.set], decision)
+        elif isinstance(decision, d.SetError):
+            self.sets[decision.set].error = decision.message
+
+    def _move(self, recipe_id: int, state: RecipeState) -> None:
+        recipe = self.recipes[recipe_id]
+        self.ledger.move_recipe(recipe_id, state, self.now)
+        recipe.state = state
+        recipe.system = self.ledger.recipes[recipe_id].system
+
+    def _end(self, recipe_id: int, state: RecipeState) -> None:
+        self._move(recipe_id, state)
+        recipe = self.recipes[recipe_id]
+        recipe.finished_at = self.now
+        run = self.sets[recipe.set_id]
+        if all(r.state.is_final for r in run.recipes) and run.finished_at is None:
+            run.finished_at = self.now
+
+    def _start(self, run: SetRun) -> None:
+        run.started_at = self.now
+        ends = []
+        for recipe in run.recipes:
+            for state in (RecipeState.WAITING, RecipeState.INSTALLING):
+                self._move(recipe.id, state)
+            recipe.started_at = self.now
+            ends.append(self._planned_end(run, recipe))
+        run.finish_token += 1
+        self.at(self.now + self.install_time, RUNNING, run.id, run.finish_token)
+        self.at(self.now + self.install_time + max(ends), FINISH, run.id, run.finish_token)
+        self.apply(self.policy.started(run.id, self.now))
+
+    @staticmethod
+    def _planned_end(run: SetRun, recipe: RecipeRun) -> float:
+        if run.max_time is not None:
+            return min(recipe.duration, run.max_time)
+        return recipe.duration
+
+    def mark_running(self, set_id: int, token: int) -> None:
+        """Provisioning done: the set's recipes run."""
+        run = self.sets[set_id]
+        if token != run.finish_token or run.finished_at is not None:
+            return
+        for recipe in run.recipes:
+            if recipe.state is RecipeState.INSTALLING:
+                self._move(recipe.id, RecipeState.RUNNING)
+
+    def finish_set(self, set_id: int, token: int) -> None:
+        """The set's time is up: each recipe ends as its outcome says."""
+        run = self.sets[set_id]
+        if token != run.finish_token or run.finished_at is not None:
+            return
+        outcomes = {}
+        for recipe in run.recipes:
+            if recipe.state is RecipeState.INSTALLING:
+                self._move(recipe.id, RecipeState.RUNNING)
+            state, result = self._outcome(run, recipe)
+            recipe.result = result
+            outcomes[recipe.id] = state
+            self._end(recipe.id, state)
+        run.finished_at = self.now
+        self.apply(self.policy.finish(set_id, outcomes, self.now))
+
+    def _outcome(self, run: SetRun, recipe: RecipeRun) -> tuple[RecipeState, Result | None]:
+        if run.max_time is not None and recipe.duration > run.max_time:
+            return RecipeState.ABORTED, Result.FAIL  # the watchdog: over its maximum time
+        if recipe.outcome == "abort" or (
+            isinstance(recipe.outcome, list) and recipe.system in recipe.outcome
+        ):
+            return RecipeState.ABORTED, Result.FAIL
+        if recipe.outcome == "fail":
+            return RecipeState.COMPLETED, Result.FAIL
+        return RecipeState.COMPLETED, Result.PASS
+
+    def _stop(self, run: SetRun) -> None:
+        if run.finished_at is not None:
+            return
+        run.finish_token += 1
+        outcomes = {}
+        for recipe in run.recipes:
+            outcomes[recipe.id] = RecipeState.CANCELLED
+            self._end(recipe.id, RecipeState.CANCELLED)
+        run.finished_at = self.now
+        self.apply(self.policy.finish(run.id, outcomes, self.now))
+
+    def _retry(self, run: SetRun, decision: d.Retry) -> None:
+        clone = SetRun(
+            id=self.new_id(),
+            job=run.job,
+            index=run.index,
+            attempt=decision.attempt,
+            submitted=self.now,
+            priority=run.priority,
+            group=run.group,
+            max_time=run.max_time,
+            max_retries=run.max_retries,
+            retry_of=run.id,
+            recipes=[],
+        )
+        for i, recipe in enumerate(run.recipes):
+            clone.recipes.append(
+                RecipeRun(
+                    id=self.new_id(),
+                    set_id=clone.id,
+                    role=recipe.role,
+                    requirement=recipe.requirement,
+                    duration=recipe.duration,
+                    outcome=recipe.outcome,
+                    excluded=decision.excluded.get(i, recipe.excluded),
+                    force=recipe.force,
+                )
+            )
+        self.add_set(clone)
+        self.at(self.now, SUBMIT, (clone.id,))
+
+    # --- questions ------------------------------------------------------------------------
+
+    def running(self) -> bool:
+        """Whether any set has started and not finished."""
+        return any(r.started_at is not None and r.finished_at is None for r in self.sets.values())
+
+    def waiting(self) -> list[SetRun]:
+        """Sets submitted that never started nor finished."""
+        return [r for r in self.sets.values() if r.started_at is None and r.finished_at is None]
+
+
+DEFAULT_REQUIREMENT = ANY_SYSTEM
