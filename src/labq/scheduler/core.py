@@ -232,7 +232,7 @@ class Scheduler:
         recipes = []
         for index, spec in enumerate(submission.recipes):
             klass = ViabilityClass(spec.requirement, spec.excluded, spec.force)
-            key = self.index.add_class(klass, self.systems)
+            key = self.index.add_class(klass)
             recipe = RecipeEntry(spec.id, submission.id, index, key, spec.role)
             self.recipes[spec.id] = recipe
             recipes.append(recipe)

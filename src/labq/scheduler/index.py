@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from labq.domain.model import EVERYBODY, AccessPolicy
 from labq.domain.priority import Priority
-from labq.domain.requirements import matches
+from labq.domain.requirements import SET_PROPERTIES, AllOf, Compare, Requirement, matches
 from labq.domain.states import Condition
 from labq.scheduler.entries import SchedulerConfig, SetEntry, SystemEntry, ViabilityClass
 from labq.scheduler.order import OrderKey, order_key
@@ -41,28 +41,85 @@ def condition_allows(system: SystemEntry, klass: ViabilityClass) -> bool:
     return system.condition is Condition.AUTOMATED
 
 
+FactKey = tuple[str, tuple[str, object]]
+
+
+def _norm(value: object) -> tuple[str, object]:
+    """Values that ``=`` treats as equal get equal keys (numbers compare as numbers)."""
+    if not isinstance(value, bool):
+        try:
+            return ("n", float(value))  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            pass
+    return ("s", str(value).lower() if isinstance(value, bool) else str(value))
+
+
+def _equalities(requirement: Requirement) -> list[FactKey]:
+    """``prop = value`` terms every matching system must satisfy (top level only)."""
+    terms = requirement.terms if isinstance(requirement, AllOf) else (requirement,)
+    return [
+        (t.prop, _norm(t.value))
+        for t in terms
+        if isinstance(t, Compare) and t.op == "=" and t.prop not in SET_PROPERTIES
+    ]
+
+
+def _fact_keys(system: SystemEntry) -> list[FactKey]:
+    out = []
+    for prop, value in system.facts.items():
+        if not isinstance(value, frozenset):
+            out.append((prop, _norm(value)))
+    return out
+
+
 @dataclass
 class ClassIndex:
-    """Viability classes and which systems meet each."""
+    """Viability classes and which systems meet each.
+
+    Matching a new class against every system (or a new system against every
+    class) would be quadratic at lab scale, so systems are indexed by their
+    facts and classes by one of their ``prop = value`` terms: only systems (or
+    classes) that agree on it are evaluated.
+    """
 
     classes: dict[str, ViabilityClass] = field(default_factory=dict)
     systems_of: dict[str, set[str]] = field(default_factory=dict)
     classes_of: dict[str, set[str]] = field(default_factory=dict)
+    _all: dict[str, SystemEntry] = field(default_factory=dict)
+    _by_fact: dict[FactKey, set[str]] = field(default_factory=dict)
+    _by_term: dict[FactKey, set[str]] = field(default_factory=dict)
+    _general: set[str] = field(default_factory=set)  # classes with no equality term
 
-    def add_class(self, klass: ViabilityClass, systems: dict[str, SystemEntry]) -> str:
+    def add_class(self, klass: ViabilityClass) -> str:
         """Register a class (once) and find the systems that meet it."""
         key = klass.key
-        if key not in self.classes:
-            self.classes[key] = klass
-            met = {fqdn for fqdn, s in systems.items() if meets(s, klass)}
-            self.systems_of[key] = met
-            for fqdn in met:
-                self.classes_of.setdefault(fqdn, set()).add(key)
+        if key in self.classes:
+            return key
+        self.classes[key] = klass
+        terms = _equalities(klass.requirement)
+        if terms:
+            self._by_term.setdefault(terms[0], set()).add(key)
+            pools = [self._by_fact.get(t, set()) for t in terms]
+            candidates: set[str] | dict[str, SystemEntry] = set.intersection(*pools)
+        else:
+            self._general.add(key)
+            candidates = self._all
+        met = {fqdn for fqdn in candidates if meets(self._all[fqdn], klass)}
+        self.systems_of[key] = met
+        for fqdn in met:
+            self.classes_of.setdefault(fqdn, set()).add(key)
         return key
 
     def add_system(self, system: SystemEntry) -> None:
-        """Register a system against every known class."""
-        met = {key for key, klass in self.classes.items() if meets(system, klass)}
+        """Register a system against every known class that could match it."""
+        self._all[system.fqdn] = system
+        facts = _fact_keys(system)
+        for fact in facts:
+            self._by_fact.setdefault(fact, set()).add(system.fqdn)
+        candidates = set(self._general)
+        for fact in facts:
+            candidates |= self._by_term.get(fact, set())
+        met = {key for key in candidates if meets(system, self.classes[key])}
         self.classes_of[system.fqdn] = met
         for key in met:
             self.systems_of[key].add(system.fqdn)
