@@ -87,17 +87,21 @@ def main() -> None:
     def new_set(at: float) -> SetSubmission:
         sid, rid = next(ids), next(ids)
         priority = rng.choice(list(Priority))
-        return SetSubmission(sid, sid, (RecipeSubmission(rid, rng.choice(reqs)),), priority=priority, submitted=at)
+        return SetSubmission(
+            sid, sid, (RecipeSubmission(rid, rng.choice(reqs)),), priority=priority, submitted=at
+        )
 
     for i in range(args.queued):
         core.submit([new_set(i * 0.01)], i * 0.01)
     now = args.queued * 0.01
-    print(f"setup: {args.systems} systems, {args.queued} queued sets, "
-          f"{len(core.index.classes)} classes in {time.perf_counter() - setup:.1f} s")
+    print(
+        f"setup: {args.systems} systems, {args.queued} queued sets, "
+        f"{len(core.index.classes)} classes in {time.perf_counter() - setup:.1f} s"
+    )
 
     pending_times, new_times, started = [], [], 0
     rng.shuffle(running)
-    for i in range(args.events):
+    for _ in range(args.events):
         now += 1.0
         sid, rid = running.pop()
         t0 = time.perf_counter()
@@ -112,8 +116,10 @@ def main() -> None:
         core.submit([new_set(now)], now)
         new_times.append(time.perf_counter() - t0)
     for name, values in (("pending-system", pending_times), ("new-job", new_times)):
-        print(f"{name:15s} events: {len(values)}  median {statistics.median(values) * 1e3:.3f} ms"
-              f"  p99 {percentile(values, 0.99) * 1e3:.3f} ms  max {max(values) * 1e3:.3f} ms")
+        print(
+            f"{name:15s} events: {len(values)}  median {statistics.median(values) * 1e3:.3f} ms"
+            f"  p99 {percentile(values, 0.99) * 1e3:.3f} ms  max {max(values) * 1e3:.3f} ms"
+        )
     print(f"sets started by the pending-system events: {started}")
 
 
