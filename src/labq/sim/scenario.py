@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from labq.config import Aging, Holds, Retry
 from labq.domain.job import JobSpec, PriorityField
 from labq.domain.priority import Priority
 from labq.domain.requirements import Scalar
@@ -23,26 +24,12 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class AgingConfig(_Strict):
-    bump_after: Annotated[float, Field(gt=0)] | None = 3600.0
-    ceiling: PriorityField = Priority.HIGH
-
-
-class RetryConfig(_Strict):
-    hard_limit: Annotated[int, Field(ge=0)] = 3
-
-
-class HoldsConfig(_Strict):
-    per_lab: Annotated[int, Field(ge=0)] = 2
-    max_age: Annotated[float, Field(gt=0)] | None = None
-
-
 class SimConfig(_Strict):
     """Policy knobs plus the simulator's own."""
 
-    aging: AgingConfig = AgingConfig()
-    retry: RetryConfig = RetryConfig()
-    holds: HoldsConfig = HoldsConfig()
+    aging: Aging = Aging()
+    retry: Retry = Retry()
+    holds: Holds = Holds()
     install_time: Annotated[float, Field(ge=0)] = 0.0  # provisioning before tasks run
     consistency_every: Annotated[float, Field(gt=0)] = 600.0
     poll_every: Annotated[float, Field(gt=0)] = 60.0  # for the legacy policies that poll

@@ -1,0 +1,133 @@
+"""labq's settings: one typed class, read from a YAML file and the environment.
+
+Precedence: command-line options, then ``LABQ_*`` environment variables, then
+the file given with ``--config`` (or ``LABQ_CONFIG``), then the defaults here.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Literal
+
+import platformdirs
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from labq.domain.job import PriorityField
+from labq.domain.priority import Priority
+from labq.errors import InputError
+from labq.formats.source import LineMap, load_yaml, read_document, validation_error
+from labq.scheduler.entries import SchedulerConfig
+
+Seconds = Annotated[float, Field(gt=0)]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Aging(_Section):
+    bump_after: Seconds | None = 3600.0
+    ceiling: PriorityField = Priority.HIGH
+
+
+class Retry(_Section):
+    hard_limit: Annotated[int, Field(ge=0, le=100)] = 3
+
+
+class Holds(_Section):
+    per_lab: Annotated[int, Field(ge=0)] = 2
+    max_age: Seconds | None = None  # a hold older than this is released by the consistency pass
+
+
+class Health(_Section):
+    max_consecutive_aborts: Annotated[int, Field(ge=1)] = 3
+    heartbeat_timeout: Seconds = 60.0
+
+
+class Hooks(_Section):
+    """Shell command templates run for a system of the lab; ``{fqdn}`` etc. are filled in."""
+
+    power_on: str | None = None
+    power_off: str | None = None
+    reimage: str | None = None
+    cleanup: str | None = None
+
+
+class SshBackend(_Section):
+    user: str = "root"
+    port: Annotated[int, Field(ge=1, le=65535)] = 22
+    identity_file: str | None = None
+    known_hosts: str | None = None  # None: the user's known_hosts; never "accept anything"
+
+
+class LabSettings(_Section):
+    backend: Literal["local", "ssh"] = "local"
+    hooks: Hooks = Hooks()
+    ssh: SshBackend = SshBackend()
+
+
+class Server(_Section):
+    host: str = "127.0.0.1"
+    port: Annotated[int, Field(ge=0, le=65535)] = 8080
+    max_body_bytes: Annotated[int, Field(gt=0)] = 1024 * 1024
+
+
+class Settings(_Section):
+    """Everything a labq process can be told."""
+
+    database: str | None = None
+    data_dir: str | None = None  # workspaces and archived logs live under it
+    server: Server = Server()
+    aging: Aging = Aging()
+    retry: Retry = Retry()
+    holds: Holds = Holds()
+    health: Health = Health()
+    consistency_every: Seconds = 60.0
+    heartbeat_every: Seconds = 5.0
+    labs: dict[str, LabSettings] = Field(default_factory=dict)
+
+    def scheduler(self) -> SchedulerConfig:
+        """What the scheduling core needs of these settings."""
+        return SchedulerConfig(
+            aging_bump_after=self.aging.bump_after,
+            aging_ceiling=self.aging.ceiling,
+            retry_hard_limit=self.retry.hard_limit,
+            holds_per_lab=self.holds.per_lab,
+            holds_max_age=self.holds.max_age,
+        )
+
+    def lab(self, name: str) -> LabSettings:
+        """A lab's settings, the defaults when the file says nothing of it."""
+        return self.labs.get(name, LabSettings())
+
+    def data_path(self) -> Path:
+        """Where workspaces and logs go."""
+        base = (
+            self.data_dir or os.environ.get("LABQ_DATA_DIR") or platformdirs.user_data_dir("labq")
+        )
+        return Path(base)
+
+
+def load_settings(path: str | Path | None = None) -> Settings:
+    """Settings from a file (or ``LABQ_CONFIG``), with ``LABQ_DB``/``LABQ_DATA_DIR`` on top."""
+    path = path or os.environ.get("LABQ_CONFIG")
+    data: object = {}
+    lines = LineMap()
+    source = str(path) if path else "defaults"
+    if path:
+        data, lines = load_yaml(read_document(path), source=source)
+        if data is None:
+            data = {}
+    if not isinstance(data, dict):
+        raise InputError("a settings file is a mapping", source=source, line=1)
+    try:
+        settings = Settings.model_validate(data)
+    except ValidationError as exc:
+        raise validation_error(exc, source=source, lines=lines) from None
+    overrides: dict[str, object] = {}
+    if os.environ.get("LABQ_DB"):
+        overrides["database"] = os.environ["LABQ_DB"]
+    if os.environ.get("LABQ_DATA_DIR"):
+        overrides["data_dir"] = os.environ["LABQ_DATA_DIR"]
+    return settings.model_copy(update=overrides) if overrides else settings
