@@ -1,0 +1,99 @@
+"""``labq sim`` as a user runs it: the command in a subprocess, and the charts."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from labq.sim.plots import GANTT_ROWS, write_plots
+from labq.sim.runner import simulate
+from labq.sim.scenario import load_scenario
+from labq.sim.swf import load_swf
+
+ROOT = Path(__file__).parents[2]
+LUBLIN = Path("/work/shared/traces/lublin_256.swf.gz")
+COMPARED = ["labq", "easy", "teuthology-dispatcher", "teuthology-workers"]
+
+
+def labq(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    script = Path(sys.executable).parent / "labq"
+    command = [str(script)] if script.exists() else [shutil.which("labq") or "labq"]
+    return subprocess.run(
+        [*command, *args], capture_output=True, text=True, cwd=cwd, timeout=120, check=False
+    )
+
+
+@pytest.mark.skipif(not LUBLIN.exists(), reason="the shared traces are not here")
+def test_swf_compare_json(tmp_path):
+    done = labq(
+        "sim", "--swf", str(LUBLIN), "--limit", "300", "--compare", ",".join(COMPARED),
+        "--json", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)["policies"]
+    assert [r["policy"] for r in rows] == COMPARED
+    for row in rows:
+        assert row["sets"] == 300
+        assert row["started"] == 300
+        assert row["stuck"] == 0
+        assert 0 < row["utilization"] <= 1
+    by_name = {r["policy"]: r for r in rows}
+    # EASY backfills; a dispatcher with head-of-line blocking cannot
+    assert by_name["easy"]["mean_wait"] < by_name["teuthology-dispatcher"]["mean_wait"]
+
+
+def test_scenario_compare_with_plots(tmp_path):
+    out = tmp_path / "plots"
+    done = labq(
+        "sim", str(ROOT / "examples/sim/abba-legacy.yaml"), "--compare", "labq,beaker-batch",
+        "--plot", str(out), cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "stuck sets" in done.stdout
+    names = sorted(p.name for p in out.iterdir())
+    assert names == [
+        "gantt-beaker-batch.png",
+        "gantt-labq.png",
+        "utilisation.png",
+        "wait_distribution.png",
+    ]
+    for path in out.iterdir():
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_bad_trace_is_one_line_on_stderr(tmp_path):
+    bad = tmp_path / "bad.swf"
+    bad.write_text("1 2 3\n")
+    done = labq("sim", "--swf", str(bad), cwd=tmp_path)
+    assert done.returncode != 0
+    assert done.stderr.strip() == f"labq: {bad}:1: expected 18 fields, found 3"
+
+
+def test_write_plots_returns_the_paths_and_caps_the_gantt(tmp_path):
+    if not LUBLIN.exists():
+        pytest.skip("the shared traces are not here")
+    scenario = load_swf(LUBLIN, nodes=None, limit=40, estimate="runtime")
+    runs = [simulate(scenario, {}, "easy", 0), simulate(scenario, {}, "easy", 0)]
+    paths = write_plots(runs, str(tmp_path / "new" / "dir"))
+    assert [p.name for p in paths] == [
+        "wait_distribution.png",
+        "utilisation.png",
+        "gantt-easy.png",
+        "gantt-easy-2.png",  # the same policy twice does not overwrite
+    ]
+    assert all(p.exists() and p.stat().st_size > 10_000 for p in paths)
+    assert len(runs[0].world.ledger.systems) > GANTT_ROWS  # so the cap was used
+
+
+def test_every_example_scenario_runs_under_every_policy():
+    from labq.sim.policy import registry
+
+    for path in sorted((ROOT / "examples/sim").glob("*.yaml")):
+        scenario, files = load_scenario(path)
+        for policy in registry():
+            simulate(scenario, files, policy, 0)
