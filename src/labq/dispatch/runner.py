@@ -1,0 +1,416 @@
+"""The set runner: everything a supervisor does for one recipe set, with no database.
+
+:func:`run_set` provisions every system (recipes move ``installing``), runs each
+recipe's tasks in order with the recipes of the set at once (one thread each),
+enforces every task's timeout and the set's ``max_time``, archives every
+system's logs — also after a timeout, abort or cancel, and always before any
+clean-up — then cleans up ("nukes") the systems whose recipe failed or did not
+complete, and only then reports each recipe's final state.
+
+Aborts are set-wide: a provisioning failure, a task timeout or a task that could
+not run aborts its recipe and stops the rest of the set (the whole set is
+retried by the scheduler's rules, and its partners would otherwise wait for a
+peer that is gone). Recipes that had already finished keep their state.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from labq.dispatch.backends import Backend
+from labq.dispatch.environment import check_plan, role_members, task_environment
+from labq.dispatch.logs import (
+    MaskedLog,
+    mask_tree,
+    set_log_dir,
+    stamp,
+    system_log_dir,
+    task_log_name,
+)
+from labq.dispatch.plan import (
+    PlanError,
+    RecipePlan,
+    SetPlan,
+    SystemInfo,
+    TaskPlan,
+    Workspace,
+    task_path,
+)
+from labq.dispatch.reporting import SafeReporter
+from labq.dispatch.results import (
+    RecipeOutcome,
+    Reporter,
+    SetOutcome,
+    TaskOutcome,
+    judge_exit,
+    recipe_result,
+)
+from labq.dispatch.workspace import cached_checkout
+from labq.domain.states import RecipeState, Result
+
+BackendFor = Callable[[SystemInfo], Backend]
+_TICK: Final = 0.05
+
+
+class StopKind(enum.Enum):
+    """Why a set stopped early; the first reason given wins."""
+
+    CANCEL = "cancel"
+    MAX_TIME = "max_time"
+    ABORT = "abort"
+
+
+@dataclass
+class _Recipe:
+    plan: RecipePlan
+    backend: Backend | None  # None: the set never started
+    log_dir: Path
+    touched: bool = False  # provisioning began, so there is something to archive and clean
+    tasks: list[TaskOutcome] = field(default_factory=list)
+    reason: str | None = None  # why this recipe itself aborted
+    finished: bool = False  # every task ran to its end
+    cleaned_up: bool = False
+    cleanup_error: str | None = None
+    logs_error: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"recipe {self.plan.id} on {self.plan.system.fqdn}"
+
+
+def run_set(
+    plan: SetPlan,
+    backend_for: BackendFor,
+    *,
+    data_dir: Path,
+    reporter: Reporter,
+    heartbeat_every: float,
+    clock: Callable[[], float] = time.monotonic,
+    cancel: threading.Event | None = None,
+) -> SetOutcome:
+    """Run a recipe set to its end and say how it ended; see the module docstring.
+
+    ``cancel``, when set (from any thread), stops everything the way ``max_time``
+    does, but the recipes end ``cancelled``. Never raises for a bad plan, an
+    unreachable system or a failing hook: those abort recipes, with the reason.
+    """
+    if heartbeat_every <= 0:
+        raise ValueError("heartbeat_every must be positive")
+    return _SetRun(plan, backend_for, data_dir, reporter, heartbeat_every, clock, cancel).execute()
+
+
+class _SetRun:
+    def __init__(
+        self,
+        plan: SetPlan,
+        backend_for: BackendFor,
+        data_dir: Path,
+        reporter: Reporter,
+        heartbeat_every: float,
+        clock: Callable[[], float],
+        cancel: threading.Event | None,
+    ) -> None:
+        self.plan = plan
+        self.backend_for = backend_for
+        self.data_dir = data_dir
+        self.dir = set_log_dir(data_dir, plan.id)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.log = MaskedLog(self.dir / "supervisor.log", plan.secrets)
+        self.reporter = SafeReporter(reporter, self.log, plan.secrets)
+        self.heartbeat_every = heartbeat_every
+        self.clock = clock
+        self.cancel = cancel
+        self.stop = threading.Event()  # every running task and hook watches this
+        self._stop_lock = threading.Lock()
+        self.stop_kind: StopKind | None = None
+        self.stop_reason = ""
+        self.recipes: list[_Recipe] = []
+        self.workspace_dir: Path | None = None
+        self.deadline: float | None = None
+
+    # -- the phases ---------------------------------------------------------
+
+    def execute(self) -> SetOutcome:
+        start = self.clock()
+        if self.plan.max_time is not None:
+            self.deadline = start + self.plan.max_time
+        beat_stop = threading.Event()
+        beat = threading.Thread(target=self._beat, args=(beat_stop,), daemon=True)
+        beat.start()
+        try:
+            self.reporter.log(f"set {self.plan.id} of job {self.plan.job_id} starts")
+            if self._prepare():
+                self._check_limits()
+                if not self.stop.is_set():
+                    self._phase(self._provision, "provision")
+                if not self.stop.is_set():
+                    self._phase(self._run_recipe, "run")
+            self._phase(self._archive, "archive", limits=False)
+            self._phase(self._cleanup, "cleanup", limits=False)
+            outcome = self._finish()
+        finally:
+            self.stop.set()
+            beat_stop.set()
+            beat.join()
+            self.log.close()
+        return outcome
+
+    def _prepare(self) -> bool:
+        """Check the plan, find the backends, check out the pinned ref; False aborts all."""
+        seen: set[str] = set()
+        try:
+            check_plan(self.plan)
+            for recipe in self.plan.recipes:
+                fqdn = recipe.system.fqdn
+                if fqdn in seen:
+                    raise PlanError(f"system {fqdn} is given to two recipes")
+                seen.add(fqdn)
+                log_dir = system_log_dir(self.data_dir, self.plan.id, fqdn)
+                log_dir.mkdir(parents=True, exist_ok=True)
+                self.recipes.append(_Recipe(recipe, self.backend_for(recipe.system), log_dir))
+        except Exception as exc:
+            self._abort_unstarted(f"cannot run this set: {exc}")
+            return False
+        for r in self.recipes:
+            self.reporter.recipe_state(r.plan.id, RecipeState.WAITING)
+        if self.plan.ref_repo:
+            try:
+                self._checkout(self.plan.ref_repo)
+            except Exception as exc:
+                self._request_stop(StopKind.ABORT, f"cannot check out the pinned ref: {exc}")
+                for r in self.recipes:
+                    r.reason = self.stop_reason
+                return False
+        return True
+
+    def _checkout(self, repo: str) -> None:
+        assert self.plan.ref_commit is not None  # check_plan saw to it
+        self.workspace_dir = cached_checkout(repo, self.plan.ref_commit, self.data_dir / "refs")
+        if self.workspace_dir.name != self.plan.ref_commit:  # abbreviated, now known in full
+            self.plan = dataclasses.replace(self.plan, ref_commit=self.workspace_dir.name)
+
+    def _abort_unstarted(self, reason: str) -> None:
+        self.reporter.log(reason)
+        self._request_stop(StopKind.ABORT, reason)
+        known = {r.plan.id for r in self.recipes}
+        for recipe in self.plan.recipes:
+            if recipe.id not in known:
+                self.recipes.append(_Recipe(recipe, None, self.dir, reason=reason))
+        for r in self.recipes:
+            r.reason = reason
+
+    def _phase(self, work: Callable[[_Recipe], None], name: str, *, limits: bool = True) -> None:
+        """Run ``work`` for every recipe at once; watch the clock and the cancel while waiting."""
+        threads = [
+            threading.Thread(
+                target=self._guarded, args=(work, r), name=f"{name}-{r.plan.id}", daemon=True
+            )
+            for r in self.recipes
+            if r.backend is not None and (limits or r.touched)
+        ]
+        for t in threads:
+            t.start()
+        try:
+            while alive := [t for t in threads if t.is_alive()]:
+                if limits:
+                    self._check_limits()
+                alive[0].join(_TICK)
+        finally:
+            if any(t.is_alive() for t in threads):  # interrupted: end every task first
+                self.stop.set()
+            for t in threads:
+                t.join()
+
+    def _guarded(self, work: Callable[[_Recipe], None], r: _Recipe) -> None:
+        try:
+            work(r)
+        except Exception as exc:
+            reason = f"internal error in the supervisor: {exc!r}"
+            self.reporter.log(f"{r.label}: {reason}")
+            if r.reason is None and not r.finished:
+                r.reason = reason
+                self._request_stop(StopKind.ABORT, f"{r.label}: {reason}")
+
+    def _check_limits(self) -> None:
+        if self.cancel is not None and self.cancel.is_set():
+            self._request_stop(StopKind.CANCEL, "cancelled")
+        if self.deadline is not None and self.clock() >= self.deadline:
+            assert self.plan.max_time is not None
+            self._request_stop(StopKind.MAX_TIME, f"exceeded max_time of {self.plan.max_time:g} s")
+
+    def _request_stop(self, kind: StopKind, reason: str) -> None:
+        with self._stop_lock:
+            if self.stop_kind is not None:
+                return
+            self.stop_kind, self.stop_reason = kind, reason
+        self.reporter.log(f"stopping the set: {reason}")
+        self.stop.set()
+
+    def _beat(self, done: threading.Event) -> None:
+        while True:
+            self.reporter.heartbeat()
+            if done.wait(self.heartbeat_every):
+                return
+
+    # -- per recipe -----------------------------------------------------------
+
+    def _provision(self, r: _Recipe) -> None:
+        assert r.backend is not None
+        r.touched = True
+        self.reporter.recipe_state(r.plan.id, RecipeState.INSTALLING)
+        self.reporter.log(f"{r.label}: provisioning")
+        workspace = Workspace(r.log_dir, self.workspace_dir, self.plan.ref_commit)
+        try:
+            r.backend.provision(r.plan.system, workspace, cancel_event=self.stop)
+        except Exception as exc:
+            if self.stop.is_set():
+                self.reporter.log(f"{r.label}: provisioning stopped: {exc}")
+                return
+            r.reason = f"provisioning failed: {exc}"
+            self._request_stop(StopKind.ABORT, f"{r.label}: {r.reason}")
+
+    def _run_recipe(self, r: _Recipe) -> None:
+        assert r.backend is not None
+        self.reporter.recipe_state(r.plan.id, RecipeState.RUNNING)
+        roles = role_members(self.plan)
+        for task in r.plan.tasks:
+            if self.stop.is_set():
+                return
+            outcome, abort = self._run_task(r, task, roles)
+            r.tasks.append(outcome)
+            if abort is not None:
+                r.reason = abort
+                self._request_stop(StopKind.ABORT, f"{r.label}: {abort}")
+                return
+            if outcome.stopped:
+                return
+        r.finished = True
+
+    def _run_task(
+        self, r: _Recipe, task: TaskPlan, roles: dict[str, list[str]]
+    ) -> tuple[TaskOutcome, str | None]:
+        """Run one task; the outcome, and the reason to abort the recipe if it must."""
+        assert r.backend is not None
+        log_path = r.log_dir / task_log_name(task.id, self.reporter.mask(task.name))
+        what = f"task {task.id} ({task.name})"
+        self.reporter.task_started(task.id)
+        start = self.clock()
+
+        def done(result: Result, code: int | None, message: str, **flags: bool) -> TaskOutcome:
+            with MaskedLog(log_path, self.plan.secrets) as log:
+                log.line(f"== {stamp()} {result.value}: {message}")
+            self.reporter.task_finished(task.id, code, result, log_path, message)
+            return TaskOutcome(
+                task.id, result, code, message, log_path, duration=self.clock() - start, **flags
+            )
+
+        with MaskedLog(log_path, self.plan.secrets) as log:
+            shown = task.command if task.command is not None else f"named task {task.name}"
+            log.line(f"== {stamp()} {what} on {r.plan.system.fqdn}: {shown}")
+        command: list[str] | str
+        try:
+            env = task_environment(self.plan, r.plan, task, roles)
+            if task.command is None:
+                rel = task_path(task.name)
+                found = r.backend.locate_task(r.plan.system, str(rel))
+                if found is None:
+                    return done(
+                        Result.WARN, None, f"no command and no {rel} in the workspace"
+                    ), None
+                command = [found]
+            else:
+                command = task.command
+            outcome = r.backend.run(
+                r.plan.system,
+                command,
+                env=env,
+                cwd=None,
+                timeout=task.timeout,
+                log_path=log_path,
+                cancel_event=self.stop,
+                secrets=self.plan.secrets,
+            )
+        except PlanError as exc:
+            return done(Result.WARN, None, str(exc)), None
+        except Exception as exc:
+            message = f"could not run: {exc}"
+            return done(Result.FAIL, None, message), f"{what} {message}"
+        if outcome.timed_out:
+            assert task.timeout is not None
+            message = f"timed out after {task.timeout:g} s; its processes were killed"
+            abort = f"{what} exceeded its timeout of {task.timeout:g} s"
+            return done(Result.FAIL, outcome.exit_code, message, timed_out=True), abort
+        if outcome.cancelled:
+            if self.stop_kind is StopKind.CANCEL:
+                return done(Result.WARN, outcome.exit_code, "cancelled", stopped=True), None
+            message = f"killed: {self.stop_reason}"
+            return done(Result.FAIL, outcome.exit_code, message, stopped=True), None
+        result, message = judge_exit(outcome.exit_code)
+        return done(result, outcome.exit_code, message), None
+
+    def _archive(self, r: _Recipe) -> None:
+        assert r.backend is not None
+        try:
+            r.backend.collect_logs(r.plan.system, r.log_dir / "collected")
+            mask_tree(r.log_dir / "collected", self.plan.secrets)
+        except Exception as exc:
+            r.logs_error = f"collecting logs failed: {exc}"
+            self.reporter.log(f"{r.label}: {r.logs_error}")
+
+    def _cleanup(self, r: _Recipe) -> None:
+        assert r.backend is not None
+        state, _ = self._final_state(r)
+        if state is RecipeState.COMPLETED and all(t.result is not Result.FAIL for t in r.tasks):
+            return
+        self.reporter.log(f"{r.label}: cleaning up")
+        try:
+            r.backend.cleanup(r.plan.system, log_dir=r.log_dir)
+            r.cleaned_up = True
+        except Exception as exc:
+            r.cleanup_error = f"clean-up failed: {exc}"
+            self.reporter.log(f"{r.label}: {r.cleanup_error}")
+
+    # -- the end ------------------------------------------------------------
+
+    def _final_state(self, r: _Recipe) -> tuple[RecipeState, str | None]:
+        if r.reason is not None:
+            return RecipeState.ABORTED, r.reason
+        if r.finished:
+            return RecipeState.COMPLETED, None
+        if self.stop_kind is StopKind.CANCEL:
+            return RecipeState.CANCELLED, self.stop_reason
+        if self.stop_kind is StopKind.MAX_TIME:
+            return RecipeState.ABORTED, self.stop_reason
+        return RecipeState.ABORTED, f"aborted with its recipe set: {self.stop_reason}"
+
+    def _finish(self) -> SetOutcome:
+        outcomes = []
+        for r in self.recipes:
+            state, reason = self._final_state(r)
+            tasks = tuple(r.tasks)
+            outcomes.append(
+                RecipeOutcome(
+                    r.plan.id,
+                    r.plan.system.fqdn,
+                    state,
+                    recipe_result(state, tasks),
+                    reason,
+                    tasks,
+                    r.log_dir,
+                    r.cleaned_up,
+                    r.cleanup_error,
+                    r.logs_error,
+                )
+            )
+            self.reporter.recipe_state(r.plan.id, state, reason)
+        outcome = SetOutcome(self.plan.id, tuple(outcomes), self.dir, self.reporter.errors())
+        result = outcome.result.value if outcome.result else "none"
+        self.reporter.log(f"set {self.plan.id} ends {outcome.state.value}, result {result}")
+        return outcome

@@ -1,0 +1,208 @@
+"""The ssh backend against a real sshd on 127.0.0.1 (needs the openssh-server package)."""
+
+import getpass
+import os
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from labq.dispatch import (
+    RecipePlan,
+    SetPlan,
+    SshBackend,
+    SshError,
+    SshOptions,
+    SystemInfo,
+    Workspace,
+    run_set,
+)
+from labq.domain.states import RecipeState, Result
+
+from .conftest import git_out, task
+
+SSHD = Path("/usr/sbin/sshd")
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _keygen(path):
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)],
+        check=True,
+        capture_output=True,
+    )
+    return path
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory):
+    """A throwaway sshd on 127.0.0.1: host key, client key and known_hosts of its own."""
+    if not SSHD.exists() or shutil.which("ssh-keygen") is None:
+        pytest.skip("sshd is not installed (apt-get install openssh-server)")
+    tmp = tmp_path_factory.mktemp("sshd")
+    host_key = _keygen(tmp / "host_key")
+    client_key = _keygen(tmp / "client_key")
+    (tmp / "authorized_keys").write_text(Path(f"{client_key}.pub").read_text())
+    port = _free_port()
+    host_pub = " ".join(Path(f"{host_key}.pub").read_text().split()[:2])
+    (tmp / "known_hosts").write_text(f"[127.0.0.1]:{port} {host_pub}\n")
+    config = tmp / "sshd_config"
+    config.write_text(
+        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {host_key}\n"
+        f"PidFile {tmp / 'sshd.pid'}\nAuthorizedKeysFile {tmp / 'authorized_keys'}\n"
+        "UsePAM no\nStrictModes no\nPasswordAuthentication no\n"
+        "KbdInteractiveAuthentication no\nPubkeyAuthentication yes\n"
+        "PermitRootLogin prohibit-password\nSubsystem sftp internal-sftp\nLogLevel ERROR\n"
+    )
+    if os.geteuid() == 0:
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # privilege separation directory
+    errors = tmp / "sshd.err"
+    with errors.open("wb") as err:
+        proc = subprocess.Popen(
+            [str(SSHD), "-f", str(config), "-D", "-e"], stdout=subprocess.DEVNULL, stderr=err
+        )
+    deadline = time.monotonic() + 10
+    while True:
+        if proc.poll() is not None:
+            pytest.skip(f"sshd cannot run here: {errors.read_text().strip()}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                proc.kill()
+                pytest.skip("sshd did not start listening within 10 s")
+            time.sleep(0.05)
+    yield {"port": port, "key": str(client_key), "known_hosts": str(tmp / "known_hosts")}
+    proc.terminate()
+    proc.wait(5)
+
+
+@pytest.fixture
+def backend(sshd, tmp_path):
+    options = SshOptions(
+        user=getpass.getuser(),
+        port=sshd["port"],
+        identity_file=sshd["key"],
+        known_hosts=sshd["known_hosts"],
+        workspace=str(tmp_path / "remote" / "ws"),
+        boot_timeout=1,
+    )
+    return SshBackend(options, grace=0.5)
+
+
+HOST = SystemInfo(fqdn="box1.test", lab="lab1", address="127.0.0.1")
+
+
+def test_a_set_runs_over_ssh_with_its_environment_logs_and_pinned_tasks(
+    backend, tmp_path, reporter, task_repo
+):
+    commit = git_out("rev-parse", "HEAD", cwd=task_repo)
+    token = "ssh-token-51b2c9"
+    tasks = (
+        task(1, 'echo "on $LABQ_FQDN as $LABQ_ROLE, peers $SERVERS"; echo out-of-band >&2'),
+        task(2, 'echo "$LABQ_TOKEN" > "$LABQ_LOG_DIR/remote.log"; echo "pwd=$(pwd)"; exit 77'),
+        task(3, None, name="install", params={"PACKAGE": 'it\'s "quoted" $x'}),
+        task(4, None, name="missing"),
+    )
+    plan = SetPlan(
+        id=9,
+        job_id=1,
+        recipes=(RecipePlan(id=1, role="servers", system=HOST, tasks=tasks),),
+        ref_repo=task_repo.as_uri(),
+        ref_commit=commit,
+        env={"LABQ_TOKEN": token},
+    )
+    data = tmp_path / "data"
+    outcome = run_set(plan, lambda _s: backend, data_dir=data, reporter=reporter, heartbeat_every=1)
+
+    recipe = outcome.recipe(1)
+    assert recipe.state is RecipeState.COMPLETED, recipe.reason
+    assert [t.result for t in recipe.tasks] == [
+        Result.PASS,
+        Result.WARN,
+        Result.PASS,
+        Result.WARN,
+    ]
+    logs = data / "logs" / "set-9" / "box1.test"
+    first = (logs / "task-1-t1.log").read_text()
+    assert "on box1.test as servers, peers box1.test" in first
+    assert "out-of-band" in first
+    ws = tmp_path / "remote" / "ws"
+    assert f"pwd={ws}" in (logs / "task-2-t2.log").read_text()
+    installed = (ws / "installed.txt").read_text()
+    assert installed == f'ref={commit} pkg=it\'s "quoted" $x\n'
+    assert (logs / "collected" / "remote.log").read_text() == "[secret]\n"
+    assert recipe.tasks[3].message == "no command and no tasks/missing/run in the workspace"
+    for path in logs.rglob("*"):
+        if path.is_file():
+            assert token not in path.read_text()
+
+
+def test_an_ssh_task_timeout_kills_its_process_group(backend, tmp_path, reporter):
+    pids = tmp_path / "pids"
+    plan = SetPlan(
+        id=10,
+        job_id=1,
+        recipes=(
+            RecipePlan(
+                id=1,
+                system=HOST,
+                tasks=(task(1, f"sh -c 'sleep 100 & echo $! > {pids}; sleep 100'", timeout=1),),
+            ),
+        ),
+    )
+    started = time.monotonic()
+    outcome = run_set(
+        plan, lambda _s: backend, data_dir=tmp_path / "d", reporter=reporter, heartbeat_every=1
+    )
+    assert time.monotonic() - started < 10
+    recipe = outcome.recipe(1)
+    assert recipe.state is RecipeState.ABORTED
+    assert recipe.reason == "task 1 (t1) exceeded its timeout of 1 s"
+    assert recipe.cleaned_up
+    assert not (tmp_path / "remote" / "ws").exists()
+    from labq.dispatch.procs import process_alive
+
+    deadline = time.monotonic() + 3
+    while process_alive(int(pids.read_text())):  # init may take a moment to reap it
+        assert time.monotonic() < deadline, "grandchild still running"
+        time.sleep(0.05)
+
+
+def test_an_unknown_host_key_is_refused(sshd, tmp_path):
+    (tmp_path / "empty_known_hosts").write_text("")
+    options = SshOptions(
+        user=getpass.getuser(),
+        port=sshd["port"],
+        identity_file=sshd["key"],
+        known_hosts=str(tmp_path / "empty_known_hosts"),
+        workspace=str(tmp_path / "ws"),
+        boot_timeout=1,
+    )
+    with pytest.raises(SshError, match="host key not verified"):
+        SshBackend(options).provision(
+            HOST, Workspace(tmp_path / "logs"), cancel_event=threading.Event()
+        )
+    assert not (tmp_path / "ws").exists()
+
+
+@pytest.mark.parametrize("workspace", ["/", "", ".", "..", "/home", "a/../..", "~/x"])
+def test_workspaces_that_would_wipe_too_much_are_refused(workspace):
+    with pytest.raises(SshError, match="not a safe directory"):
+        SshOptions(workspace=workspace)
+
+
+def test_a_missing_known_hosts_file_is_an_error_not_an_open_door(tmp_path):
+    options = SshOptions(known_hosts=str(tmp_path / "nope"), workspace="ws", boot_timeout=1)
+    with pytest.raises(SshError, match=r"known_hosts file .* does not exist"):
+        SshBackend(options).cleanup(HOST, log_dir=tmp_path)
