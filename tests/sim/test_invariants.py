@@ -31,10 +31,6 @@ POLICIES = sorted(registry())
 NEVER_STUCK = frozenset({"easy", "teuthology-dispatcher", "teuthology-workers"})
 # A known fault of the labq core, kept visible (non-strict: it depends on memory addresses
 # and string hashing, so some runs agree). See docs/simulation.md § Known problems.
-LABQ_NONDETERMINISTIC = pytest.mark.xfail(
-    strict=False, reason="labq's queue breaks ties by id(heap) and set iteration order"
-)
-
 HOSTS: list[dict[str, Any]] = [
     {},
     {"memory": {">=": 8}},
@@ -140,7 +136,7 @@ def test_labq_leaves_no_runnable_set_stuck(seed):
 
 @pytest.mark.parametrize(
     "policy",
-    [*sorted(BASELINES), pytest.param("labq", marks=LABQ_NONDETERMINISTIC)],
+    [*sorted(BASELINES), "labq"],
 )
 def test_runs_do_not_depend_on_the_hash_seed(policy):
     """Same input and seed, same schedule, in another process (string hashing differs)."""
@@ -168,9 +164,7 @@ def test_runs_do_not_depend_on_the_hash_seed(policy):
     assert outputs[0] == outputs[1]
 
 
-@pytest.mark.parametrize(
-    "policy", [pytest.param(p, marks=LABQ_NONDETERMINISTIC) if p == "labq" else p for p in POLICIES]
-)
+@pytest.mark.parametrize("policy", POLICIES)
 def test_same_seed_same_schedule(policy):
     data = random_scenario(99)
     first = recipe_rows(run(data, policy, seed=7).world)

@@ -22,7 +22,7 @@ def repair(s: Scheduler) -> None:
     for entry in list(s.sets.values()):
         if not entry.waiting:
             continue
-        labs = possible_labs(s, entry)
+        labs = [lab for lab in sorted(s.free) if s.could_run_in(entry, lab)]
         if not labs:
             _abort_unrunnable(s, entry)
         elif entry.lab is not None and entry.lab not in labs:

@@ -424,6 +424,8 @@ class Scheduler:
                     if r.system is not None
                 }
                 pool = self._available(lab) | lower
+                if len(pool) < len(holder.unplaced()):
+                    continue  # cannot complete: skip the matching
                 placement = self._placement(holder, lab, pool, rematch=True)
                 if len(placement) < len(holder.recipes):
                     continue

@@ -23,6 +23,7 @@ from labq.scheduler.entries import SchedulerConfig, SetEntry, SystemEntry, Viabi
 from labq.scheduler.order import OrderKey, order_key
 
 HeapItem = tuple[float, int, int]  # (submitted, set id, version)
+Merge = tuple[tuple[float, ...], tuple[str, str, int], list[HeapItem]]
 
 
 def meets(system: SystemEntry, klass: ViabilityClass) -> bool:
@@ -155,33 +156,32 @@ class Queue:
         The caller checks the dynamic conditions (lab, holds); the heaps are left
         as they were, but for entries found stale.
         """
-        merge: list[tuple[tuple[float, ...], int, list[HeapItem], str]] = []
-        for klass in classes:
-            for group, levels in self._buckets.get(klass, {}).items():
+        merge: list[Merge] = []
+        for klass in sorted(classes):
+            for group, levels in sorted(self._buckets.get(klass, {}).items()):
                 cap = policy.maximum(system.pools, group)
                 if cap is None:
                     continue
-                for heap in levels.values():
-                    self._push_top(merge, heap, klass, cap, sets, now, config)
+                for level, heap in sorted(levels.items()):
+                    self._push_top(merge, heap, (klass, group, level), cap, sets, now, config)
         taken: list[tuple[list[HeapItem], HeapItem]] = []
         try:
             while merge:
-                _, _, heap, klass = heapq.heappop(merge)
+                _, where, heap = heapq.heappop(merge)
                 item = heapq.heappop(heap)
                 taken.append((heap, item))
-                yield sets[item[1]], klass
-                group = sets[item[1]].group or EVERYBODY
-                cap = policy.maximum(system.pools, group) or Priority.LOW
-                self._push_top(merge, heap, klass, cap, sets, now, config)
+                yield sets[item[1]], where[0]
+                cap = policy.maximum(system.pools, where[1]) or Priority.LOW
+                self._push_top(merge, heap, where, cap, sets, now, config)
         finally:
             for heap, item in taken:
                 heapq.heappush(heap, item)
 
     def _push_top(
         self,
-        merge: list[tuple[tuple[float, ...], int, list[HeapItem], str]],
+        merge: list[Merge],
         heap: list[HeapItem],
-        klass: str,
+        where: tuple[str, str, int],
         cap: Priority,
         sets: dict[int, SetEntry],
         now: float,
@@ -190,14 +190,15 @@ class Queue:
         while heap:
             _submitted, set_id, version = heap[0]
             entry = sets.get(set_id)
-            if entry is None or not _still_wants(entry, version, klass):
+            if entry is None or not _still_wants(entry, version, where[0]):
                 heapq.heappop(heap)  # stale: gone, re-keyed, or placed in this class
                 continue
             key: OrderKey = order_key(entry, cap, now, config)
             negated: tuple[float, ...] = tuple(
                 -k for k in key
             )  # heapq is a min-heap; best key first
-            heapq.heappush(merge, (negated, id(heap), heap, klass))
+            # ties between heaps break on (class, group, level): the same every run
+            heapq.heappush(merge, (negated, where, heap))
             return
 
 
