@@ -13,10 +13,12 @@ from labq.store import Repository
 from labq.store.tables import (
     AccessRules,
     Activity,
+    RecipeHistory,
     Recipes,
     RecipeSets,
     Systems,
     Tasks,
+    Tokens,
     UsageHistory,
 )
 
@@ -39,6 +41,17 @@ def _history(**values: Any) -> Write:
     return lambda c, ids: c.execute(
         insert(UsageHistory).values({**row, "system_id": ids["s1"], **values})
     )
+
+
+def _set(**values: Any) -> Write:
+    return lambda c, ids: c.execute(
+        update(RecipeSets).where(RecipeSets.id == ids["set"]).values(**values)
+    )
+
+
+def _token(**values: Any) -> Write:
+    row = {"user_id": 1, "name": "t", "digest": "0" * 64, "created_at": at(1)}
+    return lambda c, ids: c.execute(insert(Tokens).values({**row, **values}))
 
 
 IMPOSSIBLE: dict[str, Write] = {
@@ -65,6 +78,27 @@ IMPOSSIBLE: dict[str, Write] = {
         insert(Activity).values(at=at(1), actor="x", object_kind="job", action="poke")
     ),
     "a system in no lab": _system(lab_id=999),
+    "a negative abort count": _system(consecutive_aborts=-1),
+    "started in no lab": lambda c, ids: _set(started_at=at(2))(c, ids),
+    "a supervisor for a set that never started": lambda c, ids: _set(
+        supervisor_pid=1, supervisor_host="h", heartbeat_at=at(2)
+    )(c, ids),
+    "a stop for a set that never started": lambda c, ids: _set(stop_reason="x")(c, ids),
+    "a set ending before it starts": lambda c, ids: _set(
+        lab_id=1, started_at=at(5), finished_at=at(4)
+    )(c, ids),
+    "a task running that never started": lambda c, ids: c.execute(
+        update(Tasks).values(status="running")
+    ),
+    "a task ended without a time": lambda c, ids: c.execute(
+        update(Tasks).values(status="cancelled")
+    ),
+    "history in an unknown state": lambda c, ids: c.execute(
+        insert(RecipeHistory).values(recipe_id=ids["r"], state="processed", at=at(1))
+    ),
+    "a token keeping its secret": _token(digest="lq_" + "x" * 43),
+    "a token expiring before it was made": _token(expires_at=at(0)),
+    "two tokens with one digest": lambda c, ids: [_token()(c, ids), _token()(c, ids)],
 }
 
 
@@ -88,3 +122,5 @@ def test_a_possible_row_is_accepted(seeded: Repository, ids: Ids) -> None:
     with seeded.conn.begin_nested():
         _system(usage="idle")(seeded.conn, ids)
         _recipe(state="cancelled", finished_at=at(2))(seeded.conn, ids)
+        _token()(seeded.conn, ids)
+        _set(lab_id=1, started_at=at(2), stop_reason="user")(seeded.conn, ids)

@@ -7,14 +7,15 @@ from pathlib import Path
 import pytest
 from alembic.autogenerate import compare_metadata, produce_migrations, render_python_code
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import CheckConstraint, inspect, select
+from sqlalchemy import CheckConstraint, inspect, select, text
 
-from labq.store import current_revision, downgrade, head_revision, make_engine, upgrade
+from labq.domain.states import RecipeState
+from labq.store import current_revision, downgrade, head_revision, make_engine, reading, upgrade
 from labq.store.columns import render_item
 from labq.store.database import default_url
 from labq.store.tables import Base, Groups
 
-from .conftest import Database
+from .conftest import Database, at
 
 
 def test_migrations_reach_head_and_upgrade_is_idempotent(db: Database) -> None:
@@ -92,3 +93,36 @@ def test_autogenerate_writes_migrations_that_need_no_labq_import(tmp_path: Path)
     assert "labq" not in code
     assert "sa.DateTime(timezone=True)" in code
     compile(f"def upgrade():\n{code}", "<migration>", "exec")
+
+
+def test_0002_fills_in_what_it_adds_for_existing_rows(db: Database) -> None:
+    downgrade(db.url, "0001")
+    rows = [
+        "INSERT INTO users (id, name, admin) VALUES (1, 'bob', false)",
+        "INSERT INTO jobs (id, owner_id, submitted_at, source_format, depends, metadata, spec)"
+        " VALUES (1, 1, :t1, 'native', '[]', '{}', '{}')",
+        "INSERT INTO recipe_sets (id, job_id, position, priority, max_retries, locks, attempt)"
+        " VALUES (1, 1, 0, 'normal', 0, '{}', 1), (2, 1, 1, 'normal', 0, '{}', 1)",
+        "INSERT INTO recipes (id, recipe_set_id, position, host, state, metadata, finished_at)"
+        " VALUES (1, 1, 0, '{}', 'cancelled', '{}', :t2), (2, 2, 0, '{}', 'queued', '{}', NULL)",
+        "INSERT INTO tasks (id, recipe_id, position, name, params, status)"
+        " VALUES (1, 1, 0, 't', '{}', 'cancelled'), (2, 2, 0, 't', '{}', 'new')",
+    ]
+    engine = make_engine(db.url)
+    with engine.begin() as conn:
+        for sql in rows:
+            conn.execute(text(sql), {"t1": at(1), "t2": at(2)})
+    engine.dispose()
+    assert upgrade(db.url) == head_revision()
+    with reading(db.engine) as repo:
+        ended, waiting = repo.load_job(1).sets
+        assert (ended.submitted_at, ended.finished_at) == (at(1), at(2))
+        assert (waiting.submitted_at, waiting.finished_at) == (at(1), None)
+        assert [u.id for u in repo.unfinished_sets()] == [2]
+        assert [(h.state, h.at) for h in repo.recipe_history(1)] == [
+            (RecipeState.NEW, at(1)),
+            (RecipeState.CANCELLED, at(2)),
+        ]
+        assert [h.state for h in repo.recipe_history(2)] == [RecipeState.NEW, RecipeState.QUEUED]
+        assert ended.recipes[0].tasks[0].finished_at == at(2)
+        assert repo.get_user("bob").name == "bob"

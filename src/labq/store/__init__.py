@@ -18,15 +18,31 @@ from labq.store.database import (
     upgrade,
 )
 from labq.store.repository import Repository, reading, transaction
-from labq.store.views import ActivityEntry, JobView, RecipeSetView, RecipeView, TaskView
+from labq.store.views import (
+    ActivityEntry,
+    Credential,
+    HistoryEntry,
+    JobView,
+    RecipeSetView,
+    RecipeView,
+    TaskView,
+    TokenView,
+    UnfinishedRecipe,
+    UnfinishedSet,
+)
 
 __all__ = [
     "ActivityEntry",
+    "Credential",
+    "HistoryEntry",
     "JobView",
     "RecipeSetView",
     "RecipeView",
     "Repository",
     "TaskView",
+    "TokenView",
+    "UnfinishedRecipe",
+    "UnfinishedSet",
     "current_revision",
     "default_url",
     "downgrade",

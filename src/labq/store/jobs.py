@@ -11,16 +11,25 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, func, insert, select
+from sqlalchemy import Select, func, insert, select, update
 
 from labq.domain.job import JobSpec
+from labq.domain.priority import Priority
 from labq.domain.states import FINAL_RECIPE_STATES, RecipeState, derived_state
 from labq.errors import InputError, NotFoundError
 from labq.store.columns import values_of
 from labq.store.loading import TASK_FIELDS, JobLoader
 from labq.store.moves import RecipeMoves
 from labq.store.people import PeopleStore
-from labq.store.tables import Groups, Jobs, RecipeExcludes, Recipes, RecipeSets, Tasks
+from labq.store.tables import (
+    Groups,
+    Jobs,
+    RecipeExcludes,
+    RecipeHistory,
+    Recipes,
+    RecipeSets,
+    Tasks,
+)
 from labq.store.views import JobView, current_attempts
 
 
@@ -46,7 +55,7 @@ class JobStore(PeopleStore, RecipeMoves, JobLoader):
             canonical = spec.canonical()
             job_id = self._insert_job(canonical, self._user_id(owner), group_id, now, source_format)
             for position, recipe_set in enumerate(canonical["recipe_sets"]):
-                self._insert_set(job_id, position, recipe_set)
+                self._insert_set(job_id, position, recipe_set, now=now)
             self._log(now, owner, "job", "submit", object_id=job_id, new=source_format)
         return job_id
 
@@ -86,12 +95,39 @@ class JobStore(PeopleStore, RecipeMoves, JobLoader):
                 .order_by(Recipes.id)
             ).scalars()
             count = sum(
-                self.move_recipe(recipe_id, RecipeState.CANCELLED, now=now)
+                self.move_recipe(recipe_id, RecipeState.CANCELLED, now=now, reason=reason)
                 for recipe_id in list(unfinished)
             )
             if count:
                 self._log(now, actor, "job", "cancel", object_id=job_id, reason=reason)
         return count
+
+    def change_priority(
+        self, job_id: int, priority: Priority, *, actor: str, now: datetime
+    ) -> list[int]:
+        """Set the nominal priority of the job's sets that still wait; returns their ids.
+
+        Started and ended sets keep theirs, as the scheduler's ``change_priority``
+        does; tell it the same sets.
+        """
+        with self.atomic():
+            self._require_job(job_id)
+            waiting = list(
+                self.conn.execute(
+                    update(RecipeSets)
+                    .where(
+                        RecipeSets.job_id == job_id,
+                        RecipeSets.started_at.is_(None),
+                        RecipeSets.finished_at.is_(None),
+                        RecipeSets.priority != priority.label,
+                    )
+                    .values(priority=priority.label)
+                    .returning(RecipeSets.id)
+                ).scalars()
+            )
+            if waiting:
+                self._log(now, actor, "job", "priority", object_id=job_id, new=priority.label)
+        return sorted(waiting)
 
     def _job_group(self, name: str) -> int:
         found = self.conn.execute(select(Groups.id).where(Groups.name == name)).scalar()
@@ -130,6 +166,7 @@ class JobStore(PeopleStore, RecipeMoves, JobLoader):
         position: int | None,
         recipe_set: Mapping[str, Any],
         *,
+        now: datetime,
         retry_of: int | None = None,
         attempt: int = 1,
     ) -> int:
@@ -148,13 +185,16 @@ class JobStore(PeopleStore, RecipeMoves, JobLoader):
                 locks=recipe_set["locks"],
                 retry_of=retry_of,
                 attempt=attempt,
+                submitted_at=now,
             )
             .returning(RecipeSets.id)
         ).scalar_one()
-        self._insert_recipes(set_id, recipe_set["recipes"])
+        self._insert_recipes(set_id, recipe_set["recipes"], now)
         return set_id
 
-    def _insert_recipes(self, set_id: int, recipes: Sequence[Mapping[str, Any]]) -> None:
+    def _insert_recipes(
+        self, set_id: int, recipes: Sequence[Mapping[str, Any]], now: datetime
+    ) -> None:
         rows = [
             {
                 "recipe_set_id": set_id,
@@ -185,6 +225,10 @@ class JobStore(PeopleStore, RecipeMoves, JobLoader):
             for rid, recipe in zip(ids, recipes, strict=True)
             for position, task in enumerate(recipe["tasks"])
         ]
+        self.conn.execute(
+            insert(RecipeHistory),
+            [{"recipe_id": rid, "state": RecipeState.NEW.value, "at": now} for rid in ids],
+        )
         if excludes:
             self.conn.execute(insert(RecipeExcludes), excludes)
         if tasks:

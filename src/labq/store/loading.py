@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any, TypeAlias
 
 from sqlalchemy import ColumnElement, Row, select
@@ -14,6 +15,7 @@ from labq.store.base import StoreBase
 from labq.store.tables import (
     Groups,
     Jobs,
+    Labs,
     RecipeExcludes,
     Recipes,
     RecipeSets,
@@ -45,42 +47,33 @@ class JobLoader(StoreBase):
         return found[0]
 
     def _load_job(self, job_id: int) -> JobView:
-        row = self.conn.execute(
-            select(Jobs, Users.name.label("owner"), Groups.name.label("group"))
-            .join(Users, Users.id == Jobs.owner_id)
-            .outerjoin(Groups, Groups.id == Jobs.group_id)
-            .where(Jobs.id == job_id)
-        ).one_or_none()
-        if row is None:
+        found = self._load_jobs([job_id])
+        if not found:
             raise NotFoundError(f"no job {job_id}")
-        sets = self._sets(RecipeSets.job_id == job_id)
-        ref = None
-        if row.ref_repo is not None:
-            ref = {"repo": row.ref_repo, "branch": row.ref_branch, "commit": row.ref_commit}
-        spec = JobSpec.model_validate(
-            {
-                "whiteboard": row.whiteboard,
-                "group": row.group,
-                "owner": row.owner,
-                "depends": row.depends,
-                "ref": ref,
-                "recipe_sets": [s.spec for s in sets if s.retry_of is None],
-                "metadata": row.meta,
-            }
-        )
-        return JobView(
-            id=job_id,
-            owner=row.owner,
-            group=row.group,
-            submitted_at=row.submitted_at,
-            source_format=row.source_format,
-            spec=spec,
-            sets=tuple(sets),
-        )
+        return found[0]
+
+    def _load_jobs(self, job_ids: Sequence[int]) -> list[JobView]:
+        """Several jobs in a handful of queries, in the order of ``job_ids``."""
+        rows = {
+            row.id: row
+            for row in self.conn.execute(
+                select(Jobs, Users.name.label("owner"), Groups.name.label("group"))
+                .join(Users, Users.id == Jobs.owner_id)
+                .outerjoin(Groups, Groups.id == Jobs.group_id)
+                .where(Jobs.id.in_(job_ids))
+            )
+        }
+        sets: dict[int, list[RecipeSetView]] = defaultdict(list)
+        for view in self._sets(RecipeSets.job_id.in_(list(rows))):
+            sets[view.job_id].append(view)
+        return [_job_view(rows[i], sets[i]) for i in job_ids if i in rows]
 
     def _sets(self, where: ColumnElement[bool]) -> list[RecipeSetView]:
         sets = self.conn.execute(
-            select(RecipeSets).where(where).order_by(RecipeSets.job_id, RecipeSets.position)
+            select(RecipeSets, Labs.name.label("lab"))
+            .outerjoin(Labs, Labs.id == RecipeSets.lab_id)
+            .where(where)
+            .order_by(RecipeSets.job_id, RecipeSets.position)
         ).all()
         recipes: dict[int, list[tuple[RecipeView, dict[str, Any]]]] = defaultdict(list)
         for view, native in self._recipes(Recipes.recipe_set_id.in_([s.id for s in sets])):
@@ -125,10 +118,8 @@ def _recipe(
         scheduled_at=row.scheduled_at,
         started_at=row.started_at,
         finished_at=row.finished_at,
-        tasks=tuple(
-            TaskView(t.id, t.name, t.status, None if t.result is None else Result(t.result))
-            for t in tasks
-        ),
+        tasks=tuple(_task(t) for t in tasks),
+        log_dir=row.log_dir,
     )
     native = {
         "role": row.role,
@@ -154,10 +145,59 @@ def _set_view(row: AnyRow, recipes: list[tuple[RecipeView, dict[str, Any]]]) -> 
     )
     return RecipeSetView(
         id=row.id,
+        job_id=row.job_id,
         position=row.position,
         attempt=row.attempt,
         retry_of=row.retry_of,
         error=row.error,
         spec=spec,
         recipes=tuple(view for view, _ in recipes),
+        submitted_at=row.submitted_at,
+        lab=row.lab,
+        started_at=row.started_at,
+        finished_at=row.finished_at,
+        supervisor_pid=row.supervisor_pid,
+        supervisor_host=row.supervisor_host,
+        heartbeat_at=row.heartbeat_at,
+        stop_reason=row.stop_reason,
+    )
+
+
+def _task(row: AnyRow) -> TaskView:
+    return TaskView(
+        id=row.id,
+        name=row.name,
+        status=row.status,
+        result=None if row.result is None else Result(row.result),
+        exit_code=row.exit_code,
+        started_at=row.started_at,
+        finished_at=row.finished_at,
+        log_path=row.log_path,
+        message=row.message,
+    )
+
+
+def _job_view(row: AnyRow, sets: list[RecipeSetView]) -> JobView:
+    ref = None
+    if row.ref_repo is not None:
+        ref = {"repo": row.ref_repo, "branch": row.ref_branch, "commit": row.ref_commit}
+    spec = JobSpec.model_validate(
+        {
+            "whiteboard": row.whiteboard,
+            "group": row.group,
+            "owner": row.owner,
+            "depends": row.depends,
+            "ref": ref,
+            "recipe_sets": [s.spec for s in sets if s.retry_of is None],
+            "metadata": row.meta,
+        }
+    )
+    return JobView(
+        id=row.id,
+        owner=row.owner,
+        group=row.group,
+        submitted_at=row.submitted_at,
+        source_format=row.source_format,
+        spec=spec,
+        sets=tuple(sets),
     )

@@ -5,6 +5,10 @@ Each move reads the recipe, lets the domain decide (``check_recipe_move``,
 (predecessors)`` that must change exactly one row: if another process moved the
 recipe or took the system in between, the update matches nothing and the move
 fails with :class:`ConflictError` instead of overwriting what it did.
+
+What else a move writes, in the same SAVEPOINT: a ``recipe_history`` row; when
+the recipe ends, its unfinished tasks end with it, the set's ``finished_at`` once
+its last recipe ended, and the system's count of consecutive aborts.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Final
 
-from sqlalchemy import ColumnElement, select, update
+from sqlalchemy import ColumnElement, exists, insert, select, update
 
 from labq.domain.lifecycle import usage_after_recipe
 from labq.domain.states import (
@@ -26,7 +30,8 @@ from labq.domain.states import (
 from labq.errors import ConflictError, IllegalTransition, NotFoundError
 from labq.store.base import StoreBase, SystemState
 from labq.store.columns import values_of
-from labq.store.tables import Recipes, Systems
+from labq.store.tables import RecipeHistory, Recipes, RecipeSets, Systems, Tasks
+from labq.store.views import HistoryEntry
 
 # When a recipe enters one of these states, the matching timestamp is set.
 _STAMPS: Final = {
@@ -37,6 +42,10 @@ _STAMPS: Final = {
     RecipeState.CANCELLED: "finished_at",
     RecipeState.ABORTED: "finished_at",
 }
+# An abort counts against a system only once its set started there (not a held one
+# given up); a completed recipe clears the count.
+_STARTED: Final = frozenset({RecipeState.WAITING, RecipeState.INSTALLING, RecipeState.RUNNING})
+_UNFINISHED_TASKS: Final = ("new", "running")
 
 
 class RecipeMoves(StoreBase):
@@ -53,6 +62,7 @@ class RecipeMoves(StoreBase):
         *,
         now: datetime,
         system: str | None = None,
+        reason: str | None = None,
     ) -> bool:
         """Move a recipe (``system`` names the one to take when scheduling).
 
@@ -60,9 +70,10 @@ class RecipeMoves(StoreBase):
         no-op). Raises :class:`IllegalTransition` for a move the table forbids and
         :class:`ConflictError` when the recipe or system changed under us, or the
         system to take is not free. Nothing is written unless everything is.
+        ``reason`` goes into the recipe's history row.
         """
         with self.atomic():
-            current, held = self._recipe(recipe_id)
+            current, held, set_id = self._recipe(recipe_id)
             if not check_recipe_move(current, target):
                 return False
             seen: SystemState | None = None
@@ -73,15 +84,64 @@ class RecipeMoves(StoreBase):
             if not self._update_recipe(recipe_id, target, now, seen):
                 return False
             if seen is not None:
-                self._carry_system(recipe_id, seen, target, now)
+                self._carry_system(recipe_id, seen, current, target, now)
+            self._remember(recipe_id, target, now, reason)
+            if target.is_final:
+                self._end_tasks(recipe_id, target, now)
+                self._end_set(set_id, now)
         return True
 
-    def _recipe(self, recipe_id: int) -> tuple[RecipeState, int | None]:
-        stmt = select(Recipes.state, Recipes.system_id).where(Recipes.id == recipe_id)
+    def recipe_history(self, recipe_id: int) -> list[HistoryEntry]:
+        """Every state the recipe went through, oldest first, with the reasons given."""
+        self._recipe(recipe_id)
+        stmt = (
+            select(RecipeHistory.state, RecipeHistory.at, RecipeHistory.reason)
+            .where(RecipeHistory.recipe_id == recipe_id)
+            .order_by(RecipeHistory.at, RecipeHistory.id)
+        )
+        return [
+            HistoryEntry(RecipeState(state), at, reason)
+            for state, at, reason in self.conn.execute(stmt)
+        ]
+
+    def _recipe(self, recipe_id: int) -> tuple[RecipeState, int | None, int]:
+        stmt = select(Recipes.state, Recipes.system_id, Recipes.recipe_set_id).where(
+            Recipes.id == recipe_id
+        )
         row = self.conn.execute(stmt).one_or_none()
         if row is None:
             raise NotFoundError(f"no recipe {recipe_id}")
-        return RecipeState(row.state), row.system_id
+        return RecipeState(row.state), row.system_id, row.recipe_set_id
+
+    def _remember(
+        self, recipe_id: int, state: RecipeState, now: datetime, reason: str | None
+    ) -> None:
+        self.conn.execute(
+            insert(RecipeHistory).values(
+                recipe_id=recipe_id, state=state.value, at=now, reason=reason
+            )
+        )
+
+    def _end_tasks(self, recipe_id: int, target: RecipeState, now: datetime) -> None:
+        """Tasks a finished recipe never finished end with it (aborted, else cancelled)."""
+        status = "aborted" if target is RecipeState.ABORTED else "cancelled"
+        self.conn.execute(
+            update(Tasks)
+            .where(Tasks.recipe_id == recipe_id, Tasks.status.in_(_UNFINISHED_TASKS))
+            .values(status=status, finished_at=now)
+        )
+
+    def _end_set(self, set_id: int, now: datetime) -> None:
+        """The set has ended once its last recipe did: stamp it (its state stays derived)."""
+        unfinished = exists().where(
+            Recipes.recipe_set_id == set_id,
+            Recipes.state.not_in(values_of(s for s in RecipeState if s.is_final)),
+        )
+        self.conn.execute(
+            update(RecipeSets)
+            .where(RecipeSets.id == set_id, RecipeSets.finished_at.is_(None), ~unfinished)
+            .values(finished_at=now)
+        )
 
     def _free_system(self, recipe_id: int, fqdn: str | None) -> SystemState:
         if fqdn is None:
@@ -122,7 +182,12 @@ class RecipeMoves(StoreBase):
         )
 
     def _carry_system(
-        self, recipe_id: int, seen: SystemState, target: RecipeState, now: datetime
+        self,
+        recipe_id: int,
+        seen: SystemState,
+        current: RecipeState,
+        target: RecipeState,
+        now: datetime,
     ) -> None:
         """Move the recipe's system as ``Ledger.move_recipe`` does: take, mirror or release."""
         usage = usage_after_recipe(target, seen.condition)
@@ -134,4 +199,9 @@ class RecipeMoves(StoreBase):
             holder_now = Systems.recipe_id == recipe_id
         guard = [Systems.usage.in_(values_of(usage_predecessors(usage))), holder_now]
         holder = recipe_id if target.holds_system else None
-        self._move_system(seen, now, guard, usage=usage.value, recipe_id=holder)
+        health: dict[str, Any] = {}
+        if current in _STARTED and target is RecipeState.ABORTED:
+            health["consecutive_aborts"] = Systems.consecutive_aborts + 1
+        elif target is RecipeState.COMPLETED:
+            health["consecutive_aborts"] = 0
+        self._move_system(seen, now, guard, usage=usage.value, recipe_id=holder, **health)

@@ -14,14 +14,30 @@ from sqlalchemy import Engine, select
 
 from labq.store.access import AccessStore
 from labq.store.database import READ_ONLY
+from labq.store.listing import JobListing
+from labq.store.passwords import PasswordStore
+from labq.store.reporting import ReportStore
 from labq.store.retries import RetryStore
-from labq.store.systems import SystemStore
+from labq.store.supervisors import SupervisorStore
 from labq.store.tables import Activity
+from labq.store.tokens import TokenStore
+from labq.store.unfinished import RestoreStore
 from labq.store.views import ActivityEntry
 
 
-class Repository(SystemStore, AccessStore, RetryStore):
-    """Labs, systems, pools, people, access rules, jobs, recipe moves and the activity log."""
+class Repository(
+    RestoreStore,
+    AccessStore,
+    RetryStore,
+    JobListing,
+    TokenStore,
+    PasswordStore,
+    ReportStore,
+    SupervisorStore,
+):
+    """Labs, systems, pools, people, access rules, jobs, recipe moves and the activity log;
+    tokens and passwords; task reports and supervisors; what the scheduler rebuilds from.
+    """
 
     def activity(
         self, *, kind: str | None = None, object_id: int | None = None, limit: int = 100

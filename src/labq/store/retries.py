@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 
 from sqlalchemy import select, update
@@ -15,12 +16,21 @@ from labq.store.tables import RecipeSets
 class RetryStore(JobStore):
     """Cloning an ended recipe set onto its job, and the plain-words error a set carries."""
 
-    def clone_recipe_set(self, set_id: int, *, actor: str, now: datetime) -> int:
+    def clone_recipe_set(
+        self,
+        set_id: int,
+        *,
+        actor: str,
+        now: datetime,
+        excluded: Mapping[int, Iterable[str]] | None = None,
+    ) -> int:
         """Append a retry of an ended set to its job; returns the new set's id.
 
         The clone points at ``set_id`` (``retry_of``) with the next attempt
-        number; its recipes start ``new``, and each aborted recipe's excludes
-        gain the system it aborted on (excludes accumulate over attempts).
+        number and is submitted at ``now``; its recipes start ``new``, and each
+        aborted recipe's excludes gain the system it aborted on (excludes
+        accumulate over attempts). ``excluded`` (recipe index → systems, as in
+        the scheduler's ``Retry``) adds further excludes per recipe.
         A set is retried at most once: retry the latest attempt.
         """
         with self.atomic():
@@ -32,12 +42,20 @@ class RetryStore(JobStore):
             ).first():
                 raise ConflictError(f"recipe set {set_id} was already retried")
             native = original.spec.model_dump(mode="json")
-            for recipe, view in zip(native["recipes"], original.recipes, strict=True):
+            extra = excluded or {}
+            unknown = set(extra) - set(range(len(original.recipes)))
+            if unknown:
+                raise ValueError(f"recipe set {set_id} has no recipe at index {min(unknown)}")
+            for index, (recipe, view) in enumerate(
+                zip(native["recipes"], original.recipes, strict=True)
+            ):
+                avoid = {*recipe["exclude"], *extra.get(index, ())}
                 if view.state is RecipeState.ABORTED and view.system is not None:
-                    recipe["exclude"] = sorted({*recipe["exclude"], view.system})
+                    avoid.add(view.system)
+                recipe["exclude"] = sorted(avoid)
             job_id = self._job_of(set_id)
             clone = self._insert_set(
-                job_id, None, native, retry_of=set_id, attempt=original.attempt + 1
+                job_id, None, native, now=now, retry_of=set_id, attempt=original.attempt + 1
             )
             self._log(now, actor, "job", "retry set", object_id=job_id, old=set_id, new=clone)
         return clone

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import ColumnElement, insert, or_, select
+from sqlalchemy.orm import InstrumentedAttribute
 
 from labq.domain.lifecycle import usage_after_condition
 from labq.domain.model import System
@@ -101,6 +103,7 @@ class SystemStore(StoreBase):
     ) -> bool:
         """Change a system's condition; its usage follows (``usage_after_condition``).
 
+        Made automated again, it starts a fresh count of consecutive aborts.
         Returns False when the system already has that condition.
         """
         with self.atomic():
@@ -114,6 +117,7 @@ class SystemStore(StoreBase):
                 Systems.usage == seen.usage.value,
                 same(Systems.recipe_id, seen.recipe_id),
             ]
+            fresh = {"consecutive_aborts": 0} if condition is Condition.AUTOMATED else {}
             self._move_system(
                 seen,
                 now,
@@ -121,6 +125,7 @@ class SystemStore(StoreBase):
                 condition=condition.value,
                 condition_reason=reason,
                 usage=target.value,
+                **fresh,
             )
             self._log(
                 now,
@@ -134,6 +139,16 @@ class SystemStore(StoreBase):
                 reason=reason,
             )
         return True
+
+    def consecutive_aborts(self, fqdn: str) -> int:
+        """Sets aborted on the system in a row since one completed there (or it was fixed).
+
+        A move counts it: aborted after the set started there adds one, completed
+        clears it. Marking the system broken past a limit is the caller's job.
+        """
+        self._system_by_fqdn(fqdn)
+        stmt = select(Systems.consecutive_aborts).where(Systems.fqdn == fqdn)
+        return self.conn.execute(stmt).scalar_one()
 
     def set_usage(self, fqdn: str, usage: Usage, *, now: datetime) -> bool:
         """Move a free system between idle and pending; held systems move with their recipe.
@@ -214,7 +229,9 @@ class SystemStore(StoreBase):
             for fqdn, usage, condition, recipe, started, ended in self.conn.execute(stmt)
         ]
 
-    def _load_systems(self, *where: ColumnElement[bool]) -> list[System]:
+    def _load_systems(
+        self, *where: ColumnElement[bool], order: InstrumentedAttribute[Any] = Systems.fqdn
+    ) -> list[System]:
         stmt = (
             select(
                 Systems.id,
@@ -230,7 +247,7 @@ class SystemStore(StoreBase):
             .join(Labs, Labs.id == Systems.lab_id)
             .outerjoin(Users, Users.id == Systems.owner_id)
             .where(*where)
-            .order_by(Systems.fqdn)
+            .order_by(order)
         )
         rows = self.conn.execute(stmt).all()
         pools = self._pools_of([row.id for row in rows])

@@ -45,6 +45,7 @@ NAMING: Final = {
 }
 PRIORITIES: Final = tuple(p.label for p in Priority)
 TASK_STATUSES: Final = ("new", "running", "completed", "cancelled", "aborted")
+FINAL_TASK_STATUSES: Final = ("completed", "cancelled", "aborted")
 FREE_USAGES: Final = values_of((Usage.IDLE, Usage.PENDING))
 
 
@@ -52,6 +53,9 @@ _HOLDING = sql_list(values_of(s for s in RecipeState if s in SYSTEM_HOLDING_STAT
 _FINAL = sql_list(values_of(s for s in RecipeState if s in FINAL_RECIPE_STATES))
 _UNPLACED = sql_list(values_of((RecipeState.NEW, RecipeState.QUEUED, RecipeState.ASSIGNED)))
 _FREE = sql_list(FREE_USAGES)
+_TASK_FINAL = sql_list(FINAL_TASK_STATUSES)
+# Partial indexes work on SQLite and PostgreSQL alike.
+_OPEN = text("finished_at IS NULL")
 
 Name = String(255)
 EnumText = String(16)
@@ -87,6 +91,8 @@ class Users(Base):
     id: Mapped[int] = _id()
     name: Mapped[str] = mapped_column(Name, unique=True)
     admin: Mapped[bool] = mapped_column(Boolean)
+    # ``scrypt$n$r$p$salt$hash``: parameters and salt travel with the digest.
+    password_digest: Mapped[str | None] = mapped_column(Text)
 
 
 class Groups(Base):
@@ -120,6 +126,7 @@ class Systems(Base):
             f" OR (recipe_id IS NOT NULL AND usage NOT IN {_FREE})",
             name="busy_iff_held",
         ),
+        CheckConstraint("consecutive_aborts >= 0", name="consecutive_aborts"),
         Index(None, "lab_id", "usage"),
     )
     id: Mapped[int] = _id()
@@ -135,6 +142,8 @@ class Systems(Base):
     recipe_id: Mapped[int | None] = mapped_column(
         ForeignKey("recipes.id", use_alter=True), unique=True
     )
+    # Sets aborted on it in a row since one completed (issue 4's health rule).
+    consecutive_aborts: Mapped[int] = mapped_column(Integer, server_default=text("0"))
 
 
 class SystemPools(Base):
@@ -187,6 +196,18 @@ class RecipeSets(Base):
             "(retry_of IS NULL AND attempt = 1) OR (retry_of IS NOT NULL AND attempt > 1)",
             name="attempt",
         ),
+        CheckConstraint("started_at IS NULL OR lab_id IS NOT NULL", name="started_in_lab"),
+        CheckConstraint(
+            "finished_at IS NULL OR started_at IS NULL OR finished_at >= started_at",
+            name="ends_after_start",
+        ),
+        CheckConstraint(
+            "supervisor_pid IS NULL OR (started_at IS NOT NULL"
+            " AND supervisor_host IS NOT NULL AND heartbeat_at IS NOT NULL)",
+            name="supervisor",
+        ),
+        CheckConstraint("stop_reason IS NULL OR started_at IS NOT NULL", name="stop_after_start"),
+        Index("ix_recipe_sets_unfinished", "id", sqlite_where=_OPEN, postgresql_where=_OPEN),
     )
     id: Mapped[int] = _id()
     job_id: Mapped[int] = _fk("jobs.id", cascade=True)
@@ -199,6 +220,16 @@ class RecipeSets(Base):
     retry_of: Mapped[int | None] = _fk("recipe_sets.id", unique=True)
     attempt: Mapped[int]
     error: Mapped[str | None] = mapped_column(Text)
+    # The job's submit time, or the time a retry was cloned: its place in the queue.
+    submitted_at: Mapped[datetime]
+    lab_id: Mapped[int | None] = _fk("labs.id")  # the lab it started in
+    started_at: Mapped[datetime | None]
+    # Set when its last recipe ends; the set's state itself stays derived.
+    finished_at: Mapped[datetime | None]
+    supervisor_pid: Mapped[int | None]
+    supervisor_host: Mapped[str | None] = mapped_column(Name)
+    heartbeat_at: Mapped[datetime | None]
+    stop_reason: Mapped[str | None] = mapped_column(Text)  # a started set asked to stop
 
 
 class Recipes(Base):
@@ -232,6 +263,22 @@ class Recipes(Base):
     scheduled_at: Mapped[datetime | None]
     started_at: Mapped[datetime | None]
     finished_at: Mapped[datetime | None]
+    log_dir: Mapped[str | None] = mapped_column(Text)
+
+
+class RecipeHistory(Base):
+    """One row per recipe move, the first ``new`` row included."""
+
+    __tablename__ = "recipe_history"
+    __table_args__ = (
+        one_of("state", values_of(RecipeState)),
+        Index(None, "recipe_id", "at"),
+    )
+    id: Mapped[int] = _id()
+    recipe_id: Mapped[int] = _fk("recipes.id", cascade=True)
+    state: Mapped[str] = mapped_column(EnumText)
+    at: Mapped[datetime]
+    reason: Mapped[str | None] = mapped_column(Text)
 
 
 class RecipeExcludes(Base):
@@ -247,6 +294,18 @@ class Tasks(Base):
         one_of("result", values_of(Result)),
         one_of("status", TASK_STATUSES),
         CheckConstraint("timeout IS NULL OR timeout > 0", name="timeout"),
+        CheckConstraint(
+            "status NOT IN ('running', 'completed') OR started_at IS NOT NULL", name="ran"
+        ),
+        CheckConstraint(
+            f"(status IN {_TASK_FINAL} AND finished_at IS NOT NULL)"
+            f" OR (status NOT IN {_TASK_FINAL} AND finished_at IS NULL)",
+            name="finished",
+        ),
+        CheckConstraint(
+            "finished_at IS NULL OR started_at IS NULL OR finished_at >= started_at",
+            name="ends_after_start",
+        ),
     )
     id: Mapped[int] = _id()
     recipe_id: Mapped[int] = _fk("recipes.id", cascade=True)
@@ -258,6 +317,11 @@ class Tasks(Base):
     role: Mapped[str | None] = mapped_column(Name)
     result: Mapped[str | None] = mapped_column(EnumText)
     status: Mapped[str] = mapped_column(EnumText)
+    exit_code: Mapped[int | None]
+    started_at: Mapped[datetime | None]
+    finished_at: Mapped[datetime | None]
+    log_path: Mapped[str | None] = mapped_column(Text)
+    message: Mapped[str | None] = mapped_column(Text)
 
 
 class UsageHistory(Base):
@@ -302,3 +366,25 @@ class Activity(Base):
     old_value: Mapped[str | None] = mapped_column(Text)
     new_value: Mapped[str | None] = mapped_column(Text)
     reason: Mapped[str | None] = mapped_column(Text)
+
+
+class Tokens(Base):
+    """API tokens: only the SHA-256 digest of the secret is kept, never the secret."""
+
+    __tablename__ = "tokens"
+    __table_args__ = (
+        # 64 hex digits: a secret (``lq_…``, 46 characters) can never be stored by mistake.
+        CheckConstraint("length(digest) = 64", name="digest"),
+        CheckConstraint("expires_at IS NULL OR expires_at > created_at", name="expires"),
+        CheckConstraint("revoked_at IS NULL OR revoked_at >= created_at", name="revoked"),
+    )
+    id: Mapped[int] = _id()
+    user_id: Mapped[int] = _fk("users.id", cascade=True, index=True)
+    name: Mapped[str] = mapped_column(Name)
+    digest: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime]
+    last_used_at: Mapped[datetime | None]
+    expires_at: Mapped[datetime | None]
+    revoked_at: Mapped[datetime | None]
+    # A set's own credentials (its supervisor and tasks): valid only while it runs.
+    recipe_set_id: Mapped[int | None] = _fk("recipe_sets.id", cascade=True, index=True)

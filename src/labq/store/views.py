@@ -12,6 +12,9 @@ from datetime import datetime
 from typing import TypeVar
 
 from labq.domain.job import JobSpec, RecipeSetSpec
+from labq.domain.model import User
+from labq.domain.priority import Priority
+from labq.domain.requirements import Requirement
 from labq.domain.states import RecipeState, Result, derived_state, worst_result
 
 T = TypeVar("T")
@@ -19,12 +22,17 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class TaskView:
-    """A stored task and how it went."""
+    """A stored task and how it went, as its supervisor reported."""
 
     id: int
     name: str
     status: str
     result: Result | None
+    exit_code: int | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    log_path: str | None = None
+    message: str | None = None
 
 
 @dataclass(frozen=True)
@@ -42,19 +50,33 @@ class RecipeView:
     started_at: datetime | None
     finished_at: datetime | None
     tasks: tuple[TaskView, ...] = ()
+    log_dir: str | None = None
 
 
 @dataclass(frozen=True)
 class RecipeSetView:
-    """A stored recipe set; ``retry_of`` is the set it retries (seed 003)."""
+    """A stored recipe set; ``retry_of`` is the set it retries (seed 003).
+
+    ``lab`` and ``started_at`` are set when it starts, ``finished_at`` when its
+    last recipe ends; the ``supervisor_*`` fields say who runs it.
+    """
 
     id: int
+    job_id: int
     position: int
     attempt: int
     retry_of: int | None
     error: str | None
     spec: RecipeSetSpec
     recipes: tuple[RecipeView, ...]
+    submitted_at: datetime | None = None
+    lab: str | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    supervisor_pid: int | None = None
+    supervisor_host: str | None = None
+    heartbeat_at: datetime | None = None
+    stop_reason: str | None = None
 
     @property
     def state(self) -> RecipeState:
@@ -108,6 +130,80 @@ class ActivityEntry:
     old_value: str | None
     new_value: str | None
     reason: str | None
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One move of a recipe: the state it entered, when, and why if a reason was given."""
+
+    state: RecipeState
+    at: datetime
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class TokenView:
+    """An API token as listed: never its secret, which is not stored."""
+
+    id: int
+    user: str
+    name: str
+    created_at: datetime
+    last_used_at: datetime | None
+    expires_at: datetime | None
+    revoked_at: datetime | None
+    recipe_set: int | None
+
+    def valid_at(self, now: datetime) -> bool:
+        """Not revoked and not expired at ``now``."""
+        return self.revoked_at is None and (self.expires_at is None or now < self.expires_at)
+
+
+@dataclass(frozen=True)
+class Credential:
+    """Who a token speaks for; a set's own token is limited to that set."""
+
+    token_id: int
+    user: User
+    recipe_set: int | None
+
+
+@dataclass(frozen=True)
+class UnfinishedRecipe:
+    """A recipe of an unfinished set, as the scheduler rebuilds it."""
+
+    id: int
+    position: int
+    role: str | None
+    requirement: Requirement
+    excluded: frozenset[str]
+    force: str | None
+    state: RecipeState
+    system: str | None  # held, or (once ended) where it ran
+    scheduled_at: datetime | None
+
+
+@dataclass(frozen=True)
+class UnfinishedSet:
+    """A set whose recipes have not all ended: what the scheduler needs to rebuild it."""
+
+    id: int
+    job: int
+    group: str | None
+    priority: Priority
+    submitted_at: datetime
+    max_time: int | None
+    max_retries: int
+    attempt: int
+    retry_of: int | None
+    lab: str | None  # the lab it started in
+    started_at: datetime | None
+    recipes: tuple[UnfinishedRecipe, ...]
+
+    @property
+    def state(self) -> RecipeState:
+        """Derived from the recipes, never stored."""
+        return derived_state(r.state for r in self.recipes)
 
 
 def current_attempts(items: Iterable[T], *, key: Callable[[T], tuple[int, int | None]]) -> list[T]:

@@ -1,0 +1,1 @@
+"""The live service: the pure scheduling core driven against the database."""

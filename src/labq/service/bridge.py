@@ -1,0 +1,241 @@
+"""The seam between the pure scheduling core and the database: no HTTP, no threads.
+
+The core decides in memory; the database is the truth. So:
+
+- :func:`rebuild` makes a :class:`Scheduler` whose state is what the database
+  says (systems, access policy, every unfinished set in its place), deciding
+  nothing; :func:`resume` then catches up on what a crash left undecided.
+- :func:`apply` commits decisions — every one before anything acts on it —
+  and returns what the caller must act on: :class:`~labq.scheduler.decisions.Start`
+  (the dispatcher runs the set), :class:`~labq.scheduler.decisions.Stop` (its
+  supervisor stops) and :class:`Retried` (a clone to submit to the core).
+- :func:`settle` applies decisions and submits clones until nothing is left
+  but starts and stops; :func:`submit_job` and :func:`finish` are the two
+  events the service feeds most, each in one all-or-nothing step.
+
+Every function runs inside the caller's transaction. The core's memory moves
+before the commit: if the transaction fails, throw the scheduler away and
+:func:`rebuild` it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Final, assert_never
+
+from labq.domain.model import System
+from labq.domain.states import RecipeState, Usage
+from labq.scheduler import decisions as d
+from labq.scheduler.core import Scheduler
+from labq.scheduler.entries import RecipeSubmission, SchedulerConfig, SetSubmission, SystemEntry
+from labq.scheduler.restore import RestoredRecipe, RestoredSet, offer, restore
+from labq.store import Repository, epoch
+from labq.store.views import UnfinishedSet
+
+ACTOR: Final = "scheduler"  # who the activity log says cloned a set
+
+
+@dataclass(frozen=True)
+class Retried:
+    """A committed ``Retry``: ``clone`` is the new set, to be submitted to the core."""
+
+    retry: d.Retry
+    clone: int
+
+
+Action = d.Start | d.Stop | Retried
+
+
+# --- from the database into the core ----------------------------------------------
+
+
+def rebuild(repo: Repository, config: SchedulerConfig) -> Scheduler:
+    """A scheduler in the state the database describes, without deciding anything.
+
+    Sets the core never saw (every recipe still ``new``) are left for :func:`resume`.
+    """
+    scheduler = Scheduler(config, repo.load_access_policy())
+    systems = [system_entry(s) for s in repo.systems_as_added()]
+    sets = [_restored(u) for u in repo.unfinished_sets() if not _unseen(u)]
+    restore(scheduler, systems, sets)
+    return scheduler
+
+
+def resume(repo: Repository, scheduler: Scheduler, *, now: datetime) -> list[d.Start | d.Stop]:
+    """After :func:`rebuild`: submit the sets the core never saw, offer pending systems.
+
+    Both exist only when the service stopped between a commit and the event
+    that should have followed it.
+    """
+    unseen = [_submission(u) for u in repo.unfinished_sets() if _unseen(u)]
+    out = settle(repo, scheduler, scheduler.submit(unseen, epoch(now)), now=now)
+    pending = offer(scheduler, repo.pending_systems(), epoch(now))
+    return out + settle(repo, scheduler, pending, now=now)
+
+
+def system_entry(system: System) -> SystemEntry:
+    """A stored system as the core sees it."""
+    return SystemEntry(system.fqdn, system.lab, system.facts(), system.pools, system.condition)
+
+
+def submissions(repo: Repository, set_ids: Iterable[int]) -> list[SetSubmission]:
+    """The stored sets (unfinished ones) as submissions for the core, by id."""
+    return [_submission(u) for u in repo.unfinished_sets(set_ids=list(set_ids))]
+
+
+# --- from the core into the database ------------------------------------------------
+
+
+def apply(repo: Repository, decisions: Sequence[d.Decision], *, now: datetime) -> list[Action]:
+    """Commit decisions in order, all or nothing; returns those the caller acts on."""
+    out: list[Action] = []
+    with repo.atomic():
+        for decision in decisions:
+            action = _apply_one(repo, decision, now)
+            if action is not None:
+                out.append(action)
+    return out
+
+
+def settle(
+    repo: Repository, scheduler: Scheduler, decisions: Sequence[d.Decision], *, now: datetime
+) -> list[d.Start | d.Stop]:
+    """Apply decisions and submit every clone to the core, until only starts and stops remain."""
+    out: list[d.Start | d.Stop] = []
+    todo = list(decisions)
+    while todo:
+        clones = []
+        for action in apply(repo, todo, now=now):
+            if isinstance(action, Retried):
+                clones.append(action.clone)
+            else:
+                out.append(action)
+        todo = scheduler.submit(submissions(repo, clones), epoch(now)) if clones else []
+    return out
+
+
+def submit_job(
+    repo: Repository, scheduler: Scheduler, job_id: int, *, now: datetime
+) -> list[d.Start | d.Stop]:
+    """The new-job event for a stored job: its unfinished sets go to the core, settled."""
+    with repo.atomic():
+        sets = [s.id for s in repo.load_job(job_id).current_sets]
+        subs = submissions(repo, sets)
+        return settle(repo, scheduler, scheduler.submit(subs, epoch(now)), now=now)
+
+
+def finish(
+    repo: Repository,
+    scheduler: Scheduler,
+    set_id: int,
+    *,
+    now: datetime,
+    outcomes: Mapping[int, RecipeState] | None = None,
+    reason: str | None = None,
+) -> list[d.Start | d.Stop]:
+    """A started set ended: its recipes end, the core hears it, its decisions commit.
+
+    Recipes already ended keep their state; the others move to their outcome in
+    ``outcomes`` (completed, cancelled or aborted). One step, so a retry can
+    never be lost between a set's end and the core's answer.
+    """
+    with repo.atomic():
+        ended = {}
+        for recipe in repo.get_recipe_set(set_id).recipes:
+            state = recipe.state
+            if not state.is_final:
+                if outcomes is None or recipe.id not in outcomes:
+                    raise ValueError(f"recipe {recipe.id} has not ended and has no outcome")
+                state = outcomes[recipe.id]
+                repo.move_recipe(recipe.id, state, now=now, reason=reason)
+            ended[recipe.id] = state
+        decisions = scheduler.finish(set_id, ended, epoch(now))
+        return settle(repo, scheduler, decisions, now=now)
+
+
+# --- the parts ---------------------------------------------------------------------
+
+
+def _apply_one(repo: Repository, decision: d.Decision, now: datetime) -> Action | None:
+    match decision:
+        case d.Schedule(recipe=recipe, system=system):
+            repo.move_recipe(recipe, RecipeState.SCHEDULED, now=now, system=system)
+        case d.Assign(recipe=recipe):
+            repo.move_recipe(recipe, RecipeState.ASSIGNED, now=now)
+        case d.Enqueue(recipe=recipe):
+            repo.move_recipe(recipe, RecipeState.QUEUED, now=now)
+        case d.Release(recipe=recipe, reason=reason):
+            repo.move_recipe(recipe, RecipeState.ASSIGNED, now=now, reason=reason)
+        case d.Start(set=set_id, lab=lab):
+            repo.start_recipe_set(set_id, lab=lab, now=now)
+            return decision
+        case d.Idle(system=system):
+            repo.set_usage(system, Usage.IDLE, now=now)
+        case d.Cancel(recipe=recipe):
+            repo.move_recipe(recipe, RecipeState.CANCELLED, now=now)
+        case d.Abort(recipe=recipe, reason=reason):
+            repo.move_recipe(recipe, RecipeState.ABORTED, now=now, reason=reason)
+        case d.Stop(set=set_id, reason=reason):
+            repo.request_stop(set_id, reason)
+            return decision
+        case d.Retry(set=set_id, excluded=excluded):
+            clone = repo.clone_recipe_set(set_id, actor=ACTOR, now=now, excluded=excluded)
+            return Retried(decision, clone)
+        case d.SetError(set=set_id, message=message):
+            repo.set_recipe_set_error(set_id, message)
+        case _:
+            assert_never(decision)
+    return None
+
+
+def _unseen(stored: UnfinishedSet) -> bool:
+    """Submitted to the database but never to the core: every recipe is still new."""
+    return all(r.state is RecipeState.NEW for r in stored.recipes)
+
+
+def _submission(stored: UnfinishedSet) -> SetSubmission:
+    return SetSubmission(
+        id=stored.id,
+        job=stored.job,
+        recipes=tuple(
+            RecipeSubmission(r.id, r.requirement, r.role, r.excluded, r.force)
+            for r in stored.recipes
+        ),
+        priority=stored.priority,
+        submitted=epoch(stored.submitted_at),
+        group=stored.group,
+        max_time=None if stored.max_time is None else float(stored.max_time),
+        max_retries=stored.max_retries,
+        attempt=stored.attempt,
+        retry_of=stored.retry_of,
+    )
+
+
+def _restored(stored: UnfinishedSet) -> RestoredSet:
+    """Where the core left a stored set's recipes.
+
+    The core keeps every recipe of a started set scheduled on its system until
+    ``finish`` (even one the database already shows ended); a waiting set's
+    recipes are queued, assigned, or scheduled on the system they hold.
+    """
+    started = stored.started_at is not None
+    recipes = []
+    held: list[float] = []
+    for recipe in stored.recipes:
+        if started or recipe.state.holds_system:
+            recipes.append(RestoredRecipe(recipe.id, RecipeState.SCHEDULED, recipe.system))
+            if not started and recipe.scheduled_at is not None:
+                held.append(epoch(recipe.scheduled_at))
+        elif recipe.state is RecipeState.NEW:  # a half-submitted set: the core queued it
+            recipes.append(RestoredRecipe(recipe.id, RecipeState.QUEUED))
+        else:
+            recipes.append(RestoredRecipe(recipe.id, recipe.state))
+    return RestoredSet(
+        submission=_submission(stored),
+        recipes=tuple(recipes),
+        started_at=None if stored.started_at is None else epoch(stored.started_at),
+        # The database keeps no hold start; the oldest hold it still has is the best bound.
+        held_since=min(held) if held else None,
+    )

@@ -1,0 +1,123 @@
+"""What the scheduler rebuilds itself from at start: systems and every unfinished set.
+
+Three queries for the sets however many there are (sets, recipes, excludes),
+all through the partial index on unfinished sets.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Collection
+
+from sqlalchemy import ColumnElement, Select, select
+
+from labq.domain import requirements
+from labq.domain.model import System
+from labq.domain.priority import Priority
+from labq.domain.states import RecipeState, Usage
+from labq.store.systems import SystemStore
+from labq.store.tables import Groups, Jobs, Labs, RecipeExcludes, Recipes, RecipeSets, Systems
+from labq.store.views import UnfinishedRecipe, UnfinishedSet
+
+
+class RestoreStore(SystemStore):
+    """Reads for the scheduler's rebuild: systems in the order added, unfinished sets."""
+
+    def systems_as_added(self) -> list[System]:
+        """Every system, in the order they were added (the scheduler's own order)."""
+        return self._load_systems(order=Systems.id)
+
+    def pending_systems(self) -> list[str]:
+        """Free systems still waiting for the pending-system event (left by a crash)."""
+        stmt = (
+            select(Systems.fqdn)
+            .where(Systems.usage == Usage.PENDING.value, Systems.recipe_id.is_(None))
+            .order_by(Systems.id)
+        )
+        return list(self.conn.execute(stmt).scalars())
+
+    def unfinished_sets(self, *, set_ids: Collection[int] | None = None) -> list[UnfinishedSet]:
+        """Every set with a recipe that has not ended (or only those of ``set_ids``), by id."""
+        where: list[ColumnElement[bool]] = [RecipeSets.finished_at.is_(None)]
+        if set_ids is not None:
+            where.append(RecipeSets.id.in_(list(set_ids)))
+        chosen = select(RecipeSets.id).where(*where)
+        recipes = self._unfinished_recipes(chosen)
+        rows = self.conn.execute(
+            select(
+                RecipeSets.id,
+                RecipeSets.job_id,
+                Groups.name.label("group"),
+                RecipeSets.priority,
+                RecipeSets.submitted_at,
+                RecipeSets.max_time,
+                RecipeSets.max_retries,
+                RecipeSets.attempt,
+                RecipeSets.retry_of,
+                Labs.name.label("lab"),
+                RecipeSets.started_at,
+            )
+            .join(Jobs, Jobs.id == RecipeSets.job_id)
+            .outerjoin(Groups, Groups.id == Jobs.group_id)
+            .outerjoin(Labs, Labs.id == RecipeSets.lab_id)
+            .where(*where)
+            .order_by(RecipeSets.id)
+        )
+        return [
+            UnfinishedSet(
+                id=row.id,
+                job=row.job_id,
+                group=row.group,
+                priority=Priority.parse(row.priority),
+                submitted_at=row.submitted_at,
+                max_time=row.max_time,
+                max_retries=row.max_retries,
+                attempt=row.attempt,
+                retry_of=row.retry_of,
+                lab=row.lab,
+                started_at=row.started_at,
+                recipes=tuple(recipes[row.id]),
+            )
+            for row in rows
+        ]
+
+    def _unfinished_recipes(self, chosen: Select[int]) -> dict[int, list[UnfinishedRecipe]]:
+        in_chosen = Recipes.recipe_set_id.in_(chosen)
+        excludes: dict[int, set[str]] = defaultdict(set)
+        for recipe_id, fqdn in self.conn.execute(
+            select(RecipeExcludes.recipe_id, RecipeExcludes.fqdn)
+            .join(Recipes, Recipes.id == RecipeExcludes.recipe_id)
+            .where(in_chosen)
+        ):
+            excludes[recipe_id].add(fqdn)
+        out: dict[int, list[UnfinishedRecipe]] = defaultdict(list)
+        for row in self.conn.execute(
+            select(
+                Recipes.id,
+                Recipes.recipe_set_id,
+                Recipes.position,
+                Recipes.role,
+                Recipes.host,
+                Recipes.force,
+                Recipes.state,
+                Systems.fqdn,
+                Recipes.scheduled_at,
+            )
+            .outerjoin(Systems, Systems.id == Recipes.system_id)
+            .where(in_chosen)
+            .order_by(Recipes.recipe_set_id, Recipes.position)
+        ):
+            out[row.recipe_set_id].append(
+                UnfinishedRecipe(
+                    id=row.id,
+                    position=row.position,
+                    role=row.role,
+                    requirement=requirements.parse(row.host),
+                    excluded=frozenset(excludes[row.id]),
+                    force=row.force,
+                    state=RecipeState(row.state),
+                    system=row.fqdn,
+                    scheduled_at=row.scheduled_at,
+                )
+            )
+        return out
