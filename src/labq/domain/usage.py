@@ -8,7 +8,7 @@ service's wall clock, the simulator's virtual one).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Final
 
 from labq.domain.states import Condition, Usage
@@ -29,7 +29,8 @@ class UsageRecord:
 
     def closed(self, at: float) -> UsageRecord:
         """This row, ended at ``at``."""
-        return replace(self, end=at)
+        # the constructor, not dataclasses.replace: this runs for every usage change
+        return UsageRecord(self.system, self.usage, self.condition, self.recipe, self.start, at)
 
 
 class UsageHistory:

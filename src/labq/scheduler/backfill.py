@@ -17,8 +17,17 @@ if TYPE_CHECKING:
     from labq.scheduler.core import Scheduler
 
 
-def delays_a_holder(s: Scheduler, entry: SetEntry, lab: str, systems: set[str]) -> bool:
-    """Whether starting ``entry`` on ``systems`` could push back a higher-ranked holder."""
+def delays_a_holder(
+    s: Scheduler,
+    entry: SetEntry,
+    lab: str,
+    systems: set[str],
+    cache: dict[int, dict[str, float]] | None = None,
+) -> bool:
+    """Whether starting ``entry`` on ``systems`` could push back a higher-ranked holder.
+
+    ``cache`` keeps each holder's free times for the length of one event.
+    """
     mine = s.rank_of(entry)
     for holder_id in s.holders.get(lab, ()):
         holder = s.sets[holder_id]
@@ -29,7 +38,12 @@ def delays_a_holder(s: Scheduler, entry: SetEntry, lab: str, systems: set[str]) 
             continue
         if entry.max_time is None:
             return True
-        if s.now + entry.max_time > earliest_start(s, holder, lab, as_free=systems):
+        if cache is None:
+            cache = {}
+        if holder_id not in cache:
+            cache[holder_id] = free_times(s, holder, lab)
+        start = start_given(cache[holder_id], len(holder.unplaced()), s.now, systems)
+        if s.now + entry.max_time > start:
             return True
     return False
 
@@ -44,22 +58,32 @@ def earliest_start(
     bound, which keeps backfill from ever delaying the holder). Systems in
     ``as_free`` (the ones a backfill candidate would take) count as free now.
     """
-    missing = len(holder.unplaced())
-    times: list[float] = []
-    seen: set[str] = set()
-    for recipe in holder.unplaced():
-        for fqdn in s.index.systems_of[recipe.klass]:
+    return start_given(free_times(s, holder, lab), len(holder.unplaced()), s.now, as_free)
+
+
+def free_times(s: Scheduler, holder: SetEntry, lab: str) -> dict[str, float]:
+    """When each system the holder could still use becomes free, as far as is known."""
+    own = {r.id for r in holder.recipes}
+    representatives = {r.klass: r for r in holder.unplaced()}  # one class accepts the same
+    times: dict[str, float] = {}
+    for key, recipe in representatives.items():
+        for fqdn in s.index.systems_of[key]:
             system = s.systems[fqdn]
-            if fqdn in seen or system.lab != lab or system.recipe in {r.id for r in holder.recipes}:
+            if fqdn in times or system.lab != lab or system.recipe in own:
                 continue
-            if not s._usable(system, recipe, holder):
-                continue
-            seen.add(fqdn)
-            times.append(s.now if fqdn in as_free else _free_at(s, system.recipe))
+            if s._usable(system, recipe, holder):
+                times[fqdn] = _free_at(s, system.recipe)
+    return times
+
+
+def start_given(times: dict[str, float], missing: int, now: float, as_free: Set[str]) -> float:
+    """The ``missing``-th soonest free time, with ``as_free`` systems free now."""
     if len(times) < missing:
         return math.inf
-    times.sort()
-    return times[missing - 1]
+    if missing <= 0:
+        return now
+    ordered = sorted(now if fqdn in as_free else t for fqdn, t in times.items())
+    return ordered[missing - 1]
 
 
 def _free_at(s: Scheduler, recipe_id: int | None) -> float:

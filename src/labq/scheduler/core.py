@@ -29,7 +29,7 @@ from labq.domain.model import AccessPolicy
 from labq.domain.priority import Priority
 from labq.domain.states import Condition, RecipeState
 from labq.scheduler import decisions as d
-from labq.scheduler.backfill import delays_a_holder
+from labq.scheduler.backfill import delays_a_holder, free_times, start_given
 from labq.scheduler.consistency import possible_labs, repair
 from labq.scheduler.entries import (
     RecipeEntry,
@@ -45,6 +45,8 @@ from labq.scheduler.placement import gang_match
 from labq.scheduler.retry import retry_decision
 
 Placement = dict[int, str]  # recipe id -> system
+Choice = tuple[str, SetEntry, Placement]
+FreeTimes = dict[int, dict[str, float]]  # ("start" | "grow" | "hold", set, systems)
 
 
 class Scheduler:
@@ -493,22 +495,47 @@ class Scheduler:
                 self._complete_holders(system.lab)
 
     def _offer(self, system: SystemEntry) -> bool:
-        """Give one free system to the best candidate allowed to take it."""
+        """Give one free system to the best candidate allowed to take it.
+
+        If that candidate would only sit on the system (it holds, or starts
+        holding, but cannot start yet), a later candidate that can start at once
+        and end before the first could start gets it instead (EASY backfill).
+        """
         lab = system.lab
         classes = self.index.classes_of.get(system.fqdn, set())
         candidates = self.queue.candidates(
             system, classes, self.sets, self.policy, self._now, self.config
         )
-        choice: tuple[str, SetEntry, Placement] | None = None
+        first: Choice | None = None
+        backfill: Choice | None = None
+        looked = 0
+        cache: FreeTimes = {}
         try:
             for entry, key in candidates:
-                choice = self._consider(system, entry, key, lab)
-                if choice is not None:
+                choice = self._consider(system, entry, key, lab, cache)
+                if choice is None:
+                    continue
+                if first is None:
+                    first = choice
+                    if choice[0] == "start" or self._completes_with(entry, lab, system):
+                        break
+                    continue
+                looked += 1
+                if choice[0] == "start" and not self._delays(
+                    first[1], entry, lab, choice[2], cache
+                ):
+                    backfill = choice
+                    break
+                if looked >= self.config.backfill_depth:
                     break
         finally:
             candidates.close()
-        if choice is None:
+        chosen = backfill or first
+        if chosen is None:
             return False
+        return self._take(chosen, lab)
+
+    def _take(self, choice: Choice, lab: str) -> bool:
         how, entry, placement = choice
         if how == "start":
             self._start(entry, lab, placement)
@@ -517,13 +544,33 @@ class Scheduler:
             self._complete_holders(lab)
         elif self._may_hold(entry, lab):
             self._hold(entry, lab, placement)
-        else:  # the slot went away while we looked (cannot happen: nothing changed)
+        else:
             return False
         return True
 
+    def _completes_with(self, entry: SetEntry, lab: str, system: SystemEntry) -> bool:
+        """Whether the set could start now with this system and the lab's free ones."""
+        missing = len(entry.unplaced())
+        available = self._available(lab) | {system.fqdn}
+        if missing > len(available):
+            return False
+        return len(self._placement(entry, lab, available)) == missing
+
+    def _delays(
+        self, first: SetEntry, other: SetEntry, lab: str, placement: Placement, cache: FreeTimes
+    ) -> bool:
+        """Whether starting ``other`` on these systems could push back ``first``'s start."""
+        if other.max_time is None:
+            return True
+        if cache.get(first.id) is None:  # the same for every candidate of one offer
+            cache[first.id] = free_times(self, first, lab)
+        missing = len(first.unplaced())
+        start = start_given(cache[first.id], missing, self._now, set(placement.values()))
+        return self._now + other.max_time > start
+
     def _consider(
-        self, system: SystemEntry, entry: SetEntry, key: str, lab: str
-    ) -> tuple[str, SetEntry, Placement] | None:
+        self, system: SystemEntry, entry: SetEntry, key: str, lab: str, cache: FreeTimes
+    ) -> Choice | None:
         if entry.lab not in (None, lab) or not entry.waiting:
             return None
         recipe = next(r for r in entry.unplaced() if r.klass == key)
@@ -532,10 +579,11 @@ class Scheduler:
         if entry.id in self.holders[lab]:
             return ("grow", entry, {recipe.id: system.fqdn})
         available = self._available(lab) | {system.fqdn}
-        placement = self._placement(entry, lab, available)
-        whole = len(placement) == len(entry.unplaced()) and system.fqdn in placement.values()
-        if whole and self._backfill_ok(entry, lab, placement):
-            return ("start", entry, placement)
+        if len(entry.unplaced()) <= len(available):  # else it cannot fit: skip the matching
+            placement = self._placement(entry, lab, available)
+            whole = len(placement) == len(entry.unplaced()) and system.fqdn in placement.values()
+            if whole and self._backfill_ok(entry, lab, placement, cache):
+                return ("start", entry, placement)
         if self._could_hold(entry, lab) and self.could_run_in(entry, lab):
             partial = {recipe.id: system.fqdn}
             return ("hold", entry, partial)
@@ -547,8 +595,10 @@ class Scheduler:
             return True
         return any(self.rank_of(self.sets[h]) < self.rank_of(entry) for h in holders)
 
-    def _backfill_ok(self, entry: SetEntry, lab: str, placement: Placement) -> bool:
-        return not delays_a_holder(self, entry, lab, set(placement.values()))
+    def _backfill_ok(
+        self, entry: SetEntry, lab: str, placement: Placement, cache: FreeTimes | None = None
+    ) -> bool:
+        return not delays_a_holder(self, entry, lab, set(placement.values()), cache)
 
     # --- bookkeeping ---------------------------------------------------------------
 

@@ -18,6 +18,7 @@ class SchedulerConfig:
     retry_hard_limit: int = 3
     holds_per_lab: int = 2
     holds_max_age: float | None = None  # seconds a set may hold systems without starting
+    backfill_depth: int = 50  # candidates looked at past the first when seeking a backfill
 
 
 @dataclass(frozen=True)

@@ -165,12 +165,15 @@ class Queue:
                 for level, heap in sorted(levels.items()):
                     self._push_top(merge, heap, (klass, group, level), cap, sets, now, config)
         taken: list[tuple[list[HeapItem], HeapItem]] = []
+        yielded: set[tuple[int, str]] = set()  # a set may sit in a heap twice after a release
         try:
             while merge:
                 _, where, heap = heapq.heappop(merge)
                 item = heapq.heappop(heap)
                 taken.append((heap, item))
-                yield sets[item[1]], where[0]
+                if (item[1], where[0]) not in yielded:
+                    yielded.add((item[1], where[0]))
+                    yield sets[item[1]], where[0]
                 cap = policy.maximum(system.pools, where[1]) or Priority.LOW
                 self._push_top(merge, heap, where, cap, sets, now, config)
         finally:

@@ -101,6 +101,7 @@ class World:
     jobs: dict[str, list[int]] = field(default_factory=dict)
     decisions: int = 0
     idle_rounds: int = 0
+    running_sets: int = 0
     submitted: set[int] = field(default_factory=set)
     _heap: list[tuple[float, int, int, tuple[Any, ...]]] = field(default_factory=list)
     _seq: itertools.count[int] = field(default_factory=itertools.count)
@@ -210,16 +211,25 @@ class World:
         recipe.state = state
         recipe.system = self.ledger.recipes[recipe_id].system
 
-    def _end(self, recipe_id: int, state: RecipeState) -> None:
+    def _end(self, recipe_id: int, state: RecipeState, *, whole_set: bool = False) -> None:
+        """End one recipe; ``whole_set`` when the caller ends every recipe of its set."""
         self._move(recipe_id, state)
         recipe = self.recipes[recipe_id]
         recipe.finished_at = self.now
         run = self.sets[recipe.set_id]
-        if all(r.state.is_final for r in run.recipes) and run.finished_at is None:
-            run.finished_at = self.now
+        if whole_set or run.finished_at is not None:
+            return
+        if all(r.state.is_final for r in run.recipes):
+            self._close(run)
+
+    def _close(self, run: SetRun) -> None:
+        run.finished_at = self.now
+        if run.started_at is not None:
+            self.running_sets -= 1
 
     def _start(self, run: SetRun) -> None:
         run.started_at = self.now
+        self.running_sets += 1
         ends = []
         for recipe in run.recipes:
             for state in (RecipeState.WAITING, RecipeState.INSTALLING):
@@ -258,8 +268,8 @@ class World:
             state, result = self._outcome(run, recipe)
             recipe.result = result
             outcomes[recipe.id] = state
-            self._end(recipe.id, state)
-        run.finished_at = self.now
+            self._end(recipe.id, state, whole_set=True)
+        self._close(run)
         self.apply(self.policy.finish(set_id, outcomes, self.now))
 
     def _outcome(self, run: SetRun, recipe: RecipeRun) -> tuple[RecipeState, Result | None]:
@@ -280,8 +290,8 @@ class World:
         outcomes = {}
         for recipe in run.recipes:
             outcomes[recipe.id] = RecipeState.CANCELLED
-            self._end(recipe.id, RecipeState.CANCELLED)
-        run.finished_at = self.now
+            self._end(recipe.id, RecipeState.CANCELLED, whole_set=True)
+        self._close(run)
         self.apply(self.policy.finish(run.id, outcomes, self.now))
 
     def _retry(self, run: SetRun, decision: d.Retry) -> None:
@@ -318,7 +328,7 @@ class World:
 
     def running(self) -> bool:
         """Whether any set has started and not finished."""
-        return any(r.started_at is not None and r.finished_at is None for r in self.sets.values())
+        return self.running_sets > 0
 
     def waiting(self) -> list[SetRun]:
         """Sets submitted that never started nor finished."""
