@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Set
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from labq.scheduler.entries import SetEntry
 
@@ -22,7 +22,7 @@ def delays_a_holder(
     entry: SetEntry,
     lab: str,
     systems: set[str],
-    cache: dict[int, dict[str, float]] | None = None,
+    cache: dict[Any, Any] | None = None,
 ) -> bool:
     """Whether starting ``entry`` on ``systems`` could push back a higher-ranked holder.
 
@@ -61,8 +61,11 @@ def earliest_start(
     return start_given(free_times(s, holder, lab), len(holder.unplaced()), s.now, as_free)
 
 
-def free_times(s: Scheduler, holder: SetEntry, lab: str) -> dict[str, float]:
-    """When each system the holder could still use becomes free, as far as is known."""
+FreeTimes = list[tuple[float, str]]
+
+
+def free_times(s: Scheduler, holder: SetEntry, lab: str) -> FreeTimes:
+    """When each system the holder could still use becomes free, soonest first."""
     own = {r.id for r in holder.recipes}
     representatives = {r.klass: r for r in holder.unplaced()}  # one class accepts the same
     times: dict[str, float] = {}
@@ -73,17 +76,24 @@ def free_times(s: Scheduler, holder: SetEntry, lab: str) -> dict[str, float]:
                 continue
             if s._usable(system, recipe, holder):
                 times[fqdn] = _free_at(s, system.recipe)
-    return times
+    return sorted((t, fqdn) for fqdn, t in times.items())
 
 
-def start_given(times: dict[str, float], missing: int, now: float, as_free: Set[str]) -> float:
+def start_given(times: FreeTimes, missing: int, now: float, as_free: Set[str]) -> float:
     """The ``missing``-th soonest free time, with ``as_free`` systems free now."""
     if len(times) < missing:
         return math.inf
-    if missing <= 0:
+    freed = sum(1 for _, fqdn in times if fqdn in as_free) if as_free else 0
+    need = missing - freed
+    if need <= 0:
         return now
-    ordered = sorted(now if fqdn in as_free else t for fqdn, t in times.items())
-    return ordered[missing - 1]
+    for t, fqdn in times:  # the need-th soonest of the others
+        if fqdn in as_free:
+            continue
+        need -= 1
+        if need == 0:
+            return max(t, now)
+    return math.inf
 
 
 def _free_at(s: Scheduler, recipe_id: int | None) -> float:

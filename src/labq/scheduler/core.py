@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from labq.domain.model import AccessPolicy
 from labq.domain.priority import Priority
@@ -45,8 +46,9 @@ from labq.scheduler.placement import gang_match
 from labq.scheduler.retry import retry_decision
 
 Placement = dict[int, str]  # recipe id -> system
-Choice = tuple[str, SetEntry, Placement]
-FreeTimes = dict[int, dict[str, float]]  # ("start" | "grow" | "hold", set, systems)
+Choice = tuple[str, SetEntry, Placement]  # ("start" | "grow" | "hold", set, systems)
+# Per offer: set id -> its sorted free times; "available" -> the lab's free systems.
+FreeTimes = dict[Any, Any]
 
 
 class Scheduler:
@@ -573,15 +575,18 @@ class Scheduler:
     ) -> Choice | None:
         if entry.lab not in (None, lab) or not entry.waiting:
             return None
-        recipe = next(r for r in entry.unplaced() if r.klass == key)
+        unplaced = entry.unplaced()
+        recipe = next(r for r in unplaced if r.klass == key)
         if not self._usable(system, recipe, entry):
             return None
         if entry.id in self.holders[lab]:
             return ("grow", entry, {recipe.id: system.fqdn})
-        available = self._available(lab) | {system.fqdn}
-        if len(entry.unplaced()) <= len(available):  # else it cannot fit: skip the matching
+        if "available" not in cache:  # the lab's free systems, once per offer
+            cache["available"] = self._available(lab) | {system.fqdn}
+        available = cache["available"]
+        if len(unplaced) <= len(available):  # else it cannot fit: skip the matching
             placement = self._placement(entry, lab, available)
-            whole = len(placement) == len(entry.unplaced()) and system.fqdn in placement.values()
+            whole = len(placement) == len(unplaced) and system.fqdn in placement.values()
             if whole and self._backfill_ok(entry, lab, placement, cache):
                 return ("start", entry, placement)
         if self._could_hold(entry, lab) and self.could_run_in(entry, lab):
