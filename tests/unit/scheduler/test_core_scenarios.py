@@ -1,5 +1,7 @@
 """The seeds' problem cases, and the core's rules, on small scenarios."""
 
+import pytest
+
 from tests.unit.scheduler.helpers import rows, run, started_at, stuck_jobs, systems
 
 
@@ -362,3 +364,13 @@ def test_priority_change_reorders_the_queue():
     result = run(scenario)
     assert started_at(result, "b") == 100
     assert started_at(result, "a") == 110
+
+
+@pytest.mark.parametrize("legacy", ["beaker-batch", "easy"])
+def test_legacy_policies_ignore_effective_priority(legacy):
+    scenario, expected = seed002_lab()
+    result = run(scenario, legacy)
+    order = sorted(expected, key=lambda job: started_at(result, job))
+    assert order != expected
+    # the capped group's urgent job goes before the owners' normal one
+    assert started_at(result, "other-urgent") < started_at(result, "qe-normal")
