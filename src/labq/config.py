@@ -73,6 +73,17 @@ class Server(_Section):
     max_body_bytes: Annotated[int, Field(gt=0)] = 1024 * 1024
 
 
+def scheduler_config(aging: Aging, retry: Retry, holds: Holds) -> SchedulerConfig:
+    """The core's configuration from the policy sections (the service's and a scenario's)."""
+    return SchedulerConfig(
+        aging_bump_after=aging.bump_after,
+        aging_ceiling=aging.ceiling,
+        retry_hard_limit=retry.hard_limit,
+        holds_per_lab=holds.per_lab,
+        holds_max_age=holds.max_age,
+    )
+
+
 class Settings(_Section):
     """Everything a labq process can be told."""
 
@@ -89,13 +100,7 @@ class Settings(_Section):
 
     def scheduler(self) -> SchedulerConfig:
         """What the scheduling core needs of these settings."""
-        return SchedulerConfig(
-            aging_bump_after=self.aging.bump_after,
-            aging_ceiling=self.aging.ceiling,
-            retry_hard_limit=self.retry.hard_limit,
-            holds_per_lab=self.holds.per_lab,
-            holds_max_age=self.holds.max_age,
-        )
+        return scheduler_config(self.aging, self.retry, self.holds)
 
     def lab(self, name: str) -> LabSettings:
         """A lab's settings, the defaults when the file says nothing of it."""

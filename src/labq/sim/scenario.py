@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from labq.config import Aging, Holds, Retry
+from labq.config import Aging, Holds, Retry, scheduler_config
 from labq.domain.job import JobSpec, PriorityField
 from labq.domain.priority import Priority
 from labq.domain.requirements import Scalar
@@ -37,13 +37,7 @@ class SimConfig(_Strict):
 
     def scheduler(self) -> SchedulerConfig:
         """The core's configuration."""
-        return SchedulerConfig(
-            aging_bump_after=self.aging.bump_after,
-            aging_ceiling=self.aging.ceiling,
-            retry_hard_limit=self.retry.hard_limit,
-            holds_per_lab=self.holds.per_lab,
-            holds_max_age=self.holds.max_age,
-        )
+        return scheduler_config(self.aging, self.retry, self.holds)
 
 
 class PoolSpec(_Strict):
