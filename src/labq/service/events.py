@@ -1,0 +1,119 @@
+"""What the scheduler thread does for each kind of event (one transaction each)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from labq.domain.states import Condition, RecipeState
+from labq.scheduler import decisions as d
+from labq.scheduler.core import Scheduler
+from labq.scheduler.restore import offer
+from labq.service import bridge
+from labq.store import Repository, epoch
+from labq.store.views import RecipeView
+
+if TYPE_CHECKING:
+    from labq.service.loop import Event, SchedulerService
+
+Actions = list[d.Start | d.Stop]
+
+
+def decide(
+    service: SchedulerService, repo: Repository, core: Scheduler, event: Event, now: datetime
+) -> Actions:
+    """Feed one event to the core and commit what it decides."""
+    at = epoch(now)
+    if event.kind == "submit":
+        return bridge.submit_job(repo, core, int(event.key or 0), now=now)
+    if event.kind == "cancel":
+        ids = [s.id for s in core.sets.values() if s.job == event.key and not s.finished]
+        return bridge.settle(repo, core, core.cancel(ids, at), now=now)
+    if event.kind == "priority":
+        return _priority(repo, core, int(event.key or 0), now)
+    if event.kind == "system":
+        entry = bridge.system_entry(repo.get_system(str(event.key)))
+        return bridge.settle(repo, core, core.add_system(entry, at), now=now)
+    if event.kind == "condition":
+        system = repo.get_system(str(event.key))
+        return bridge.settle(
+            repo, core, core.change_condition(system.fqdn, system.condition, at), now=now
+        )
+    if event.kind == "access":
+        core.policy = repo.load_access_policy()
+        free = sorted(f for systems in core.free.values() for f in systems)
+        return bridge.settle(repo, core, offer(core, free, at), now=now)
+    if event.kind == "finished":
+        return finished(service, repo, core, int(event.key or 0), event.code, now)
+    if event.kind == "consistency":
+        return consistency(service, repo, core, now)
+    raise ValueError(f"unknown scheduler event {event.kind!r}")
+
+
+def _priority(repo: Repository, core: Scheduler, job_id: int, now: datetime) -> Actions:
+    out: Actions = []
+    for entry in [s for s in core.sets.values() if s.job == job_id and s.waiting]:
+        priority = repo.get_recipe_set(entry.id).spec.priority
+        if priority is not entry.priority:
+            decisions = core.change_priority([entry.id], priority, epoch(now))
+            out += bridge.settle(repo, core, decisions, now=now)
+    return out
+
+
+def finished(
+    service: SchedulerService,
+    repo: Repository,
+    core: Scheduler,
+    set_id: int,
+    code: int | None,
+    now: datetime,
+) -> Actions:
+    """A supervisor exited: recipes it left unfinished are aborted, then the set ends."""
+    entry = core.sets.get(set_id)
+    if entry is None or entry.finished:
+        return []
+    view = repo.get_recipe_set(set_id)
+    reason = (
+        "the supervisor was gone when the server looked"
+        if code is None
+        else f"the supervisor exited (code {code}) before the recipe ended"
+    )
+    outcomes = {r.id: RecipeState.ABORTED for r in view.recipes if not r.state.is_final}
+    out = bridge.finish(repo, core, set_id, now=now, outcomes=outcomes, reason=reason)
+    return out + _mark_broken(service, repo, core, view.recipes, now)
+
+
+def _mark_broken(
+    service: SchedulerService,
+    repo: Repository,
+    core: Scheduler,
+    recipes: tuple[RecipeView, ...],
+    now: datetime,
+) -> Actions:
+    """A system that aborted ``health.max_consecutive_aborts`` sets in a row is broken."""
+    limit = service.settings.health.max_consecutive_aborts
+    out: Actions = []
+    for fqdn in sorted({r.system for r in recipes if r.system is not None}):
+        count = repo.consecutive_aborts(fqdn)
+        if count >= limit and repo.get_system(fqdn).condition is Condition.AUTOMATED:
+            reason = f"aborted {count} recipe sets in a row"
+            repo.set_condition(fqdn, Condition.BROKEN, now=now, actor="scheduler", reason=reason)
+            decisions = core.change_condition(fqdn, Condition.BROKEN, epoch(now))
+            out += bridge.settle(repo, core, decisions, now=now)
+    return out
+
+
+def consistency(
+    service: SchedulerService, repo: Repository, core: Scheduler, now: datetime
+) -> Actions:
+    """The slow pass: sets whose supervisor stopped heart-beating end aborted; then the core's."""
+    timeout = timedelta(seconds=service.settings.health.heartbeat_timeout)
+    out: Actions = []
+    for set_id in repo.stale_supervisors(older_than=now - timeout):
+        out.append(d.Stop(set_id, "the supervisor stopped heart-beating"))
+        view = repo.get_recipe_set(set_id)
+        outcomes = {r.id: RecipeState.ABORTED for r in view.recipes if not r.state.is_final}
+        reason = "the supervisor stopped heart-beating"
+        out += bridge.finish(repo, core, set_id, now=now, outcomes=outcomes, reason=reason)
+        out += _mark_broken(service, repo, core, view.recipes, now)
+    return out + bridge.settle(repo, core, core.consistency_pass(epoch(now)), now=now)

@@ -1,0 +1,171 @@
+"""The scheduler service: one thread owns the scheduling core.
+
+The API commits what people ask for, then tells this service (``job_submitted``,
+``jobs_cancelled``, …); the dispatcher tells it when a supervisor exits. Each
+event is handled in one database transaction: the core decides, the decisions
+are committed, and only after the commit does anything act on them (a set is
+handed to the dispatcher, a supervisor is stopped). If a transaction fails, the
+core is thrown away and rebuilt from the database, which is the truth.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
+
+from sqlalchemy.engine import Engine
+
+from labq.config import Settings
+from labq.scheduler import decisions as d
+from labq.scheduler.core import Scheduler
+from labq.service import bridge
+from labq.store import Repository, transaction
+
+log = logging.getLogger("labq.scheduler")
+
+
+class Dispatcher(Protocol):
+    """What the service needs of the dispatcher (``labq.dispatch.dispatcher``)."""
+
+    def start(self, set_id: int) -> None: ...
+    def stop(self, set_id: int) -> None: ...
+
+
+@dataclass(frozen=True)
+class Event:
+    """One thing for the scheduler thread to handle."""
+
+    kind: str
+    key: int | str | None = None
+    code: int | None = None
+    done: threading.Event | None = None  # set once handled (barriers)
+
+
+def utcnow() -> datetime:
+    """The wall clock, in UTC (injectable for tests)."""
+    return datetime.now(UTC)
+
+
+class SchedulerService:
+    """The scheduling core behind a queue of events, in its own thread."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        settings: Settings,
+        dispatcher: Dispatcher,
+        clock: Callable[[], datetime] = utcnow,
+    ):
+        self.engine = engine
+        self.settings = settings
+        self.dispatcher = dispatcher
+        self.clock = clock
+        self.lock = threading.RLock()  # guards the core for readers such as queue views
+        self.core: Scheduler | None = None
+        self._events: queue.Queue[Event] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self.handled = 0  # events handled, for tests and metrics
+
+    # --- life --------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Rebuild from the database, catch up, and start the scheduler thread."""
+        self._rebuild(catch_up=True)
+        self._thread = threading.Thread(target=self._run, name="labq-scheduler", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Finish the event at hand and stop."""
+        self._stopping.set()
+        self._events.put(Event("wake"))
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def drain(self, timeout: float = 10.0) -> None:
+        """Wait until every event queued so far is handled (for tests and shutdown)."""
+        done = threading.Event()
+        self._events.put(Event("barrier", done=done))
+        done.wait(timeout)
+
+    # --- events from the API and the dispatcher ----------------------------------
+
+    def job_submitted(self, job_id: int) -> None:
+        self._events.put(Event("submit", job_id))
+
+    def jobs_cancelled(self, job_id: int) -> None:
+        self._events.put(Event("cancel", job_id))
+
+    def priority_changed(self, job_id: int) -> None:
+        self._events.put(Event("priority", job_id))
+
+    def system_added(self, fqdn: str) -> None:
+        self._events.put(Event("system", fqdn))
+
+    def condition_changed(self, fqdn: str) -> None:
+        self._events.put(Event("condition", fqdn))
+
+    def access_changed(self) -> None:
+        self._events.put(Event("access"))
+
+    def set_finished(self, set_id: int, code: int | None) -> None:
+        """The dispatcher saw a supervisor exit (``code`` None: it was already gone)."""
+        self._events.put(Event("finished", set_id, code))
+
+    # --- the thread -----------------------------------------------------------------
+
+    def _run(self) -> None:
+        every = self.settings.consistency_every
+        next_pass = self.clock() + timedelta(seconds=every)
+        while not self._stopping.is_set():
+            wait = max(0.0, (next_pass - self.clock()).total_seconds())
+            try:
+                event: Event | None = self._events.get(timeout=wait)
+            except queue.Empty:
+                event = None
+            if event is None:
+                self._handle(Event("consistency"))
+                next_pass = self.clock() + timedelta(seconds=every)
+            elif event.done is not None:
+                event.done.set()
+            elif event.kind != "wake":
+                self._handle(event)
+
+    def _handle(self, event: Event) -> None:
+        now = self.clock()
+        try:
+            with self.lock, transaction(self.engine) as repo:
+                assert self.core is not None
+                actions = self._decide(repo, self.core, event, now)
+        except Exception:
+            log.exception("scheduling event %s failed; rebuilding from the database", event.kind)
+            self._rebuild(catch_up=True)
+            return
+        self.handled += 1
+        self._act(actions)
+
+    def _decide(
+        self, repo: Repository, core: Scheduler, event: Event, now: datetime
+    ) -> list[d.Start | d.Stop]:
+        from labq.service import events as handlers
+
+        return handlers.decide(self, repo, core, event, now)
+
+    def _act(self, actions: list[d.Start | d.Stop]) -> None:
+        """After the commit: hand started sets to the dispatcher, stop cancelled ones."""
+        for action in actions:
+            if isinstance(action, d.Start):
+                self.dispatcher.start(action.set)
+            else:
+                self.dispatcher.stop(action.set)
+
+    def _rebuild(self, *, catch_up: bool) -> None:
+        with self.lock, transaction(self.engine) as repo:
+            self.core = bridge.rebuild(repo, self.settings.scheduler())
+            actions = bridge.resume(repo, self.core, now=self.clock()) if catch_up else []
+        self._act(actions)

@@ -1,0 +1,151 @@
+"""The scheduler service: events in, decisions committed, then the dispatcher acts."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from labq.config import Health, Settings
+from labq.domain.model import System
+from labq.domain.states import Condition, RecipeState, Usage
+from labq.formats.native import validate_native
+from labq.service.loop import SchedulerService
+from labq.store import database, transaction
+
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+
+
+class RecordingDispatcher:
+    def __init__(self):
+        self.started: list[int] = []
+        self.stopped: list[int] = []
+
+    def start(self, set_id):
+        self.started.append(set_id)
+
+    def stop(self, set_id):
+        self.stopped.append(set_id)
+
+
+@pytest.fixture
+def engine(tmp_path):
+    url = f"sqlite:///{tmp_path / 'labq.db'}"
+    database.upgrade(url)
+    engine = database.make_engine(url)
+    with transaction(engine) as repo:
+        repo.add_lab("lab1", actor="admin", now=NOW)
+        repo.add_user("alice", actor="admin", now=NOW)
+    yield engine
+    engine.dispose()
+
+
+def make_service(engine, dispatcher, **health):
+    settings = Settings(health=Health(**health), consistency_every=3600)
+    service = SchedulerService(engine, settings, dispatcher, clock=lambda: NOW)
+    service.start()
+    return service
+
+
+def add_systems(engine, service, *names):
+    with transaction(engine) as repo:
+        for name in names:
+            repo.add_system(System(fqdn=name, lab="lab1"), actor="admin", now=NOW)
+    for name in names:
+        service.system_added(name)
+
+
+def submit(engine, service, recipes=2, max_retries=0):
+    spec = validate_native(
+        {"recipe_sets": [{"max_retries": max_retries, "recipes": [{}] * recipes}]}, source="t"
+    )
+    with transaction(engine) as repo:
+        job_id = repo.submit_job(spec, owner="alice", now=NOW, source_format="native")
+    service.job_submitted(job_id)
+    service.drain()
+    return job_id
+
+
+def run_to(engine, set_id, final):
+    with transaction(engine) as repo:
+        for recipe in repo.get_recipe_set(set_id).recipes:
+            for state in (RecipeState.WAITING, RecipeState.INSTALLING, RecipeState.RUNNING, final):
+                repo.move_recipe(recipe.id, state, now=NOW)
+
+
+def test_a_submitted_job_is_scheduled_committed_then_dispatched(engine):
+    dispatcher = RecordingDispatcher()
+    service = make_service(engine, dispatcher)
+    add_systems(engine, service, "a", "b")
+    job_id = submit(engine, service)
+    with transaction(engine) as repo:
+        job = repo.load_job(job_id)
+        (rs,) = job.sets
+        assert {r.state for r in rs.recipes} == {RecipeState.SCHEDULED}
+        assert dispatcher.started == [rs.id]
+    run_to(engine, rs.id, RecipeState.COMPLETED)
+    service.set_finished(rs.id, 0)
+    service.drain()
+    with transaction(engine) as repo:
+        assert {repo.get_system(f).usage for f in ("a", "b")} == {Usage.IDLE}
+    assert service.core is not None
+    assert service.core.sets[rs.id].finished
+    service.stop()
+
+
+def test_a_dead_supervisor_aborts_its_recipes_and_the_set_is_retried(engine):
+    dispatcher = RecordingDispatcher()
+    service = make_service(engine, dispatcher)
+    add_systems(engine, service, "a", "b")
+    job_id = submit(engine, service, recipes=1, max_retries=1)
+    first = dispatcher.started[0]
+    service.set_finished(first, -9)  # killed before it moved anything
+    service.drain()
+    with transaction(engine) as repo:
+        sets = repo.load_job(job_id).sets
+        assert sets[0].recipes[0].state is RecipeState.ABORTED
+        assert len(sets) == 2
+        assert sets[1].retry_of == first
+        ran_on = sets[0].recipes[0].system
+        retried_on = sets[1].recipes[0].system
+        assert retried_on is not None
+        assert retried_on != ran_on
+    assert dispatcher.started == [first, sets[1].id]
+    service.stop()
+
+
+def test_a_system_that_keeps_aborting_is_marked_broken(engine):
+    dispatcher = RecordingDispatcher()
+    service = make_service(engine, dispatcher, max_consecutive_aborts=2)
+    add_systems(engine, service, "a")
+    for _ in range(2):
+        submit(engine, service, recipes=1)
+        set_id = dispatcher.started[-1]
+        run_to(engine, set_id, RecipeState.ABORTED)
+        service.set_finished(set_id, 0)
+        service.drain()
+    with transaction(engine) as repo:
+        system = repo.get_system("a")
+        assert system.condition is Condition.BROKEN
+        assert "aborted 2 recipe sets in a row" in (repo.condition_reason("a") or "")
+    service.stop()
+
+
+def test_a_restarted_service_carries_on_from_the_database(engine):
+    dispatcher = RecordingDispatcher()
+    service = make_service(engine, dispatcher)
+    add_systems(engine, service, "a")
+    submit(engine, service, recipes=1)
+    waiting_job = submit(engine, service, recipes=1)
+    service.stop()
+    first = dispatcher.started[0]
+    run_to(engine, first, RecipeState.COMPLETED)
+
+    again = RecordingDispatcher()
+    service = make_service(engine, again)
+    service.set_finished(first, 0)
+    service.drain()
+    with transaction(engine) as repo:
+        (rs,) = repo.load_job(waiting_job).sets
+        assert again.started == [rs.id]  # nothing lost, nothing started twice
+    service.stop()
