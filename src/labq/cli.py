@@ -48,8 +48,14 @@ def validate(file: str, fmt: Format) -> None:
     default=None,
     help="Database URL (default: LABQ_DB, else a SQLite file in the user data directory).",
 )
-def init(url: str | None) -> None:
-    """Create the database schema, or upgrade it to the newest version."""
+@click.option(
+    "--admin",
+    default="admin",
+    show_default=True,
+    help="Name of the first admin, on a new database.",
+)
+def init(url: str | None, admin: str) -> None:
+    """Create or upgrade the database; on a new one, create the first admin and print its token."""
     from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 
     from labq.store import database
@@ -60,6 +66,29 @@ def init(url: str | None) -> None:
     except (ArgumentError, NoSuchModuleError, OperationalError) as exc:
         raise LabqError(f"cannot open database {_shown_url(url)}: {exc.args[0]}") from None
     click.echo(f"database ready at {_shown_url(url)} (schema {revision})")
+    secret = _first_admin(url, admin)
+    if secret is not None:
+        click.echo(f"created the first admin, {admin!r}; their token (shown only now):")
+        click.echo(secret)
+
+
+def _first_admin(url: str, name: str) -> str | None:
+    """On a database without users, create an admin and a token; return the token."""
+    from datetime import UTC, datetime
+
+    from labq.store import database, transaction
+
+    engine = database.make_engine(url)
+    try:
+        with transaction(engine) as repo:
+            if repo.list_users():
+                return None
+            now = datetime.now(UTC)
+            repo.add_user(name, actor="labq init", now=now, admin=True)
+            _, secret = repo.create_token(name, "created by labq init", now=now)
+            return secret
+    finally:
+        engine.dispose()
 
 
 def _shown_url(url: str) -> str:
