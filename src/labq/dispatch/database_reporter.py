@@ -1,0 +1,132 @@
+"""The :class:`~labq.dispatch.results.Reporter` a supervisor runs with: every callback
+is one short transaction on the repository.
+
+Recipe moves carry their system with them (``move_recipe``); a final move also
+records the recipe's result (the worst of its tasks', at least ``warn`` when it
+did not complete) and where its logs are, in the same transaction. A heartbeat
+that the database answers with "stop" (a stop was requested, the set ended, or
+another supervisor took over) sets the cancel event the runner watches.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Final
+
+from sqlalchemy import Engine
+
+from labq.domain.states import RecipeState, Result, worst_result
+from labq.store import reading, transaction
+
+Clock = Callable[[], datetime]
+
+# How the runner words the end of a task it stopped (docs/execution.md, Results).
+_CANCELLED: Final = "cancelled"
+_ABORTED_PREFIXES: Final = ("timed out after", "killed:", "could not run:")
+
+
+def utc_now() -> datetime:
+    """The current time, timezone-aware UTC (what the repository wants)."""
+    return datetime.now(UTC)
+
+
+def task_status(result: Result, message: str) -> str:
+    """The stored status of a task the runner reported ended: how it ended, not its result."""
+    if message == _CANCELLED:
+        return "cancelled"
+    if result is Result.FAIL and message.startswith(_ABORTED_PREFIXES):
+        return "aborted"
+    return "completed"
+
+
+class DatabaseReporter:
+    """Reports one recipe set's run to the database, one transaction per callback.
+
+    ``log_root`` is the set's log directory (``<data_dir>/logs/set-<id>``): each
+    recipe's log directory, recorded when the recipe starts waiting, is
+    ``log_root/<fqdn>``. ``cancel`` is set when a heartbeat is told to stop.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        set_id: int,
+        clock: Clock = utc_now,
+        *,
+        cancel: threading.Event | None = None,
+        log_root: Path | None = None,
+        pid: int | None = None,
+    ) -> None:
+        self.engine = engine
+        self.set_id = set_id
+        self.clock = clock
+        self.cancel = cancel if cancel is not None else threading.Event()
+        self.log_root = log_root
+        self.pid = os.getpid() if pid is None else pid
+        self.stop_requested = False
+        self._task_recipe: dict[int, int] = {}
+        self._fqdn: dict[int, str] = {}
+        self._results: dict[int, list[Result]] = {}
+        with reading(engine) as repo:
+            for recipe in repo.get_recipe_set(set_id).recipes:
+                self._results[recipe.id] = []
+                if recipe.system is not None:
+                    self._fqdn[recipe.id] = recipe.system
+                for task in recipe.tasks:
+                    self._task_recipe[task.id] = recipe.id
+
+    def recipe_state(self, recipe_id: int, state: RecipeState, reason: str | None = None) -> None:
+        """Move the recipe; a final move also records its result and log directory."""
+        now = self.clock()
+        with transaction(self.engine) as repo:
+            if state is RecipeState.WAITING and self.log_root is not None:
+                fqdn = self._fqdn.get(recipe_id)
+                if fqdn is not None:
+                    repo.set_log_dir(recipe_id, str(self.log_root / fqdn))
+            if state.is_final:
+                results: list[Result | None] = list(self._results.get(recipe_id, []))
+                if state is not RecipeState.COMPLETED:
+                    results.append(Result.WARN)
+                repo.set_recipe_result(recipe_id, worst_result(results))
+            repo.move_recipe(recipe_id, state, now=now, reason=reason)
+
+    def task_started(self, task_id: int) -> None:
+        """The task runs."""
+        now = self.clock()
+        with transaction(self.engine) as repo:
+            repo.start_task(task_id, now=now)
+
+    def task_finished(
+        self, task_id: int, exit_code: int | None, result: Result, log_path: Path, message: str
+    ) -> None:
+        """The task ended: its status, result, exit code, log and message."""
+        recipe_id = self._task_recipe.get(task_id)
+        if recipe_id is not None:
+            self._results.setdefault(recipe_id, []).append(result)
+        now = self.clock()
+        with transaction(self.engine) as repo:
+            repo.finish_task(
+                task_id,
+                now=now,
+                status=task_status(result, message),
+                result=result,
+                exit_code=exit_code,
+                log_path=str(log_path),
+                message=message,
+            )
+
+    def heartbeat(self) -> None:
+        """Record that this supervisor is alive; the database may answer "stop"."""
+        now = self.clock()
+        with transaction(self.engine) as repo:
+            carry_on = repo.heartbeat(self.set_id, now=now, pid=self.pid)
+        if not carry_on:
+            self.stop_requested = True
+            self.cancel.set()
+
+    def log(self, message: str) -> None:
+        """Nothing to store: the runner already wrote it to ``supervisor.log``."""

@@ -1,0 +1,254 @@
+"""The in-server dispatcher: one supervisor process per started recipe set.
+
+:meth:`Dispatcher.start` launches ``python -m labq.dispatch.supervisor`` in a
+process group of its own (so a server restart, a Ctrl-C in its terminal or a
+signal to the server's group leaves it running) and a thread waits for its
+exit and calls ``on_finished(set_id, returncode)``. The supervisor records its
+own pid and host in the database; after a server restart :meth:`adopt` takes
+those pids back: a live supervisor of that set is watched until it exits, a
+dead one is reported at once. ``returncode`` is None when the exit status
+cannot be known (an adopted process is not our child).
+
+The database URL goes to the supervisor in its environment (``LABQ_DB``), never
+on its command line, where any local user could read a password; the effective
+settings go in a file only the server's user can read.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from labq.config import Settings
+from labq.dispatch.logs import set_log_dir
+
+OnFinished = Callable[[int, int | None], None]
+MODULE: Final = "labq.dispatch.supervisor"
+OUTPUT_NAME: Final = "supervisor-output.log"
+DEFAULT_GRACE: Final = 30.0  # the supervisor kills tasks (5 s), archives and cleans up first
+DEFAULT_POLL: Final = 1.0
+
+_log = logging.getLogger(__name__)
+
+
+def is_supervisor(pid: int, set_id: int) -> bool:
+    """True when ``pid`` is alive and is a labq supervisor of ``set_id`` (by its command line).
+
+    A zombie has an empty command line, so it counts as dead; so does a pid
+    that was reused by another program.
+    """
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    args = [a.decode(errors="replace") for a in raw.split(b"\0")]
+    if MODULE not in args:
+        return False
+    wanted = str(set_id)
+    return any(
+        (a == "--set" and i + 1 < len(args) and args[i + 1] == wanted) or a == f"--set={wanted}"
+        for i, a in enumerate(args)
+    )
+
+
+@dataclass
+class _Watched:
+    set_id: int
+    pid: int
+    proc: subprocess.Popen[bytes] | None  # None: adopted, not our child
+
+
+class Dispatcher:
+    """Starts, stops and adopts supervisors; see the module docstring.
+
+    ``on_finished`` is called from a watcher thread, once per supervisor, after
+    it exited; it is not called after :meth:`shutdown`.
+    """
+
+    def __init__(
+        self,
+        db_url: str,
+        settings: Settings,
+        on_finished: OnFinished,
+        *,
+        grace: float = DEFAULT_GRACE,
+        poll_every: float = DEFAULT_POLL,
+        python: str = sys.executable,
+    ) -> None:
+        self.db_url = db_url
+        self.settings = settings
+        self.on_finished = on_finished
+        self.grace = grace
+        self.poll_every = poll_every
+        self.python = python
+        self.data_dir = settings.data_path()
+        self._lock = threading.Lock()
+        self._watched: dict[int, _Watched] = {}
+        self._closed = threading.Event()
+
+    # -- starting ---------------------------------------------------------------------
+
+    def start(self, set_id: int) -> int:
+        """Launch the supervisor of a started set; returns its pid."""
+        with self._lock:
+            if self._closed.is_set():
+                raise RuntimeError("the dispatcher has been shut down")
+            if set_id in self._watched:
+                raise RuntimeError(f"recipe set {set_id} has a supervisor already")
+            log_dir = set_log_dir(self.data_dir, set_id)
+            log_dir.mkdir(parents=True, exist_ok=True)
+            command = [
+                self.python,
+                "-m",
+                MODULE,
+                "--set",
+                str(set_id),
+                "--config",
+                str(self._settings_file(set_id)),
+                "--data-dir",
+                str(self.data_dir),
+            ]
+            env = {**os.environ, "LABQ_DB": self.db_url}
+            with (log_dir / OUTPUT_NAME).open("ab") as out:
+                proc = subprocess.Popen(
+                    command,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    cwd=self.data_dir,
+                    start_new_session=True,  # its own session and process group
+                    close_fds=True,
+                )
+            watched = _Watched(set_id, proc.pid, proc)
+            self._watched[set_id] = watched
+        self._spawn(self._wait_child, watched)
+        return proc.pid
+
+    def _settings_file(self, set_id: int) -> Path:
+        """The effective settings for the supervisor (without the database URL), mode 0600."""
+        directory = self.data_dir / "supervisors"
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / f"set-{set_id}.json"
+        text = self.settings.model_dump_json(exclude={"database"})
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        return path
+
+    # -- adopting after a restart ---------------------------------------------------
+
+    def adopt(self, sets: Mapping[int, int] | Iterable[tuple[int, int]]) -> list[int]:
+        """Take back supervisors recorded before a restart: ``{set_id: pid}``.
+
+        Give only the sets recorded on this host. A live supervisor of its set
+        is watched until it exits; for any other (dead, or the pid now belongs
+        to something else) ``on_finished(set_id, None)`` is called at once.
+        Returns the sets adopted alive.
+        """
+        pairs = sets.items() if isinstance(sets, Mapping) else sets
+        adopted: list[int] = []
+        for set_id, pid in pairs:
+            with self._lock:
+                if set_id in self._watched:
+                    continue
+                alive = is_supervisor(pid, set_id)
+                if alive:
+                    watched = _Watched(set_id, pid, None)
+                    self._watched[set_id] = watched
+            if alive:
+                adopted.append(set_id)
+                self._spawn(self._poll_adopted, watched)
+            else:
+                self._report(set_id, None)
+        return adopted
+
+    # -- stopping -----------------------------------------------------------------------
+
+    def stop(self, set_id: int) -> bool:
+        """SIGTERM to the supervisor's process group, SIGKILL after the grace period.
+
+        The supervisor ends its tasks, archives the logs and reports the recipes
+        ``cancelled`` on SIGTERM. False when this dispatcher runs no such set.
+        """
+        with self._lock:
+            watched = self._watched.get(set_id)
+        if watched is None or not self._signal(watched, signal.SIGTERM):
+            return False
+        timer = threading.Timer(self.grace, self._kill, args=(watched,))
+        timer.daemon = True
+        timer.start()
+        return True
+
+    def _kill(self, watched: _Watched) -> None:
+        with self._lock:
+            if self._watched.get(watched.set_id) is not watched:
+                return  # it exited in time
+        _log.warning("supervisor of set %s did not stop in time: killing it", watched.set_id)
+        self._signal(watched, signal.SIGKILL)
+
+    def _signal(self, watched: _Watched, signum: signal.Signals) -> bool:
+        if watched.proc is not None:
+            if watched.proc.poll() is not None:
+                return False
+        elif not is_supervisor(watched.pid, watched.set_id):
+            return False  # never signal a pid that is no longer ours
+        try:
+            os.killpg(watched.pid, signum)  # started with its own session: pgid == pid
+        except ProcessLookupError:
+            return False
+        return True
+
+    def running(self) -> list[int]:
+        """The sets whose supervisor this dispatcher watches."""
+        with self._lock:
+            return sorted(self._watched)
+
+    def shutdown(self) -> None:
+        """Stop watching; supervisors keep running (a restarted server adopts them)."""
+        self._closed.set()
+        with self._lock:
+            self._watched.clear()
+
+    # -- watching -----------------------------------------------------------------------
+
+    def _spawn(self, target: Callable[[_Watched], None], watched: _Watched) -> None:
+        thread = threading.Thread(
+            target=target, args=(watched,), name=f"supervisor-{watched.set_id}", daemon=True
+        )
+        thread.start()
+
+    def _wait_child(self, watched: _Watched) -> None:
+        assert watched.proc is not None
+        # Waiting also reaps it, after a shutdown too: no zombie is left behind.
+        code = watched.proc.wait()
+        self._done(watched, code)
+
+    def _poll_adopted(self, watched: _Watched) -> None:
+        while not self._closed.wait(self.poll_every):
+            if not is_supervisor(watched.pid, watched.set_id):
+                self._done(watched, None)
+                return
+
+    def _done(self, watched: _Watched, code: int | None) -> None:
+        with self._lock:
+            if self._watched.get(watched.set_id) is not watched:
+                return  # shut down, or replaced
+            del self._watched[watched.set_id]
+        self._report(watched.set_id, code)
+
+    def _report(self, set_id: int, code: int | None) -> None:
+        if self._closed.is_set():
+            return
+        try:
+            self.on_finished(set_id, code)
+        except Exception:
+            _log.exception("on_finished failed for recipe set %s", set_id)
