@@ -103,6 +103,32 @@ def _shown_url(url: str) -> str:
 
 
 @cli.command()
+@click.option(
+    "--db",
+    "url",
+    envvar="LABQ_DB",
+    default=None,
+    help="Database URL (default: LABQ_DB, the settings file, else SQLite in the data directory).",
+)
+@click.option("--host", default=None, help="Address to listen on (default 127.0.0.1).")
+@click.option("--port", default=None, type=int, help="Port to listen on (default 8080).")
+@click.option(
+    "--config",
+    "config_file",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="Settings file (default: LABQ_CONFIG).",
+)
+def server(url: str | None, host: str | None, port: int | None, config_file: str | None) -> None:
+    """Run the HTTP API, the scheduler and the dispatcher: what one lab needs."""
+    from labq.config import load_settings
+    from labq.server import serve
+
+    settings = load_settings(config_file)
+    serve(settings, url, host or settings.server.host, port or settings.server.port)
+
+
+@cli.command()
 @click.argument("scenario", required=False, type=click.Path(dir_okay=False))
 @click.option("--policy", default="labq", show_default=True, help="The policy to run.")
 @click.option("--compare", "compare", default=None, help="Run several policies: labq,easy,…")

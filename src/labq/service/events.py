@@ -40,9 +40,11 @@ def decide(
             repo, core, core.change_condition(system.fqdn, system.condition, at), now=now
         )
     if event.kind == "access":
-        core.policy = repo.load_access_policy()
-        free = sorted(f for systems in core.free.values() for f in systems)
-        return bridge.settle(repo, core, offer(core, free, at), now=now)
+        # pools change systems' facts and which classes they meet: rebuild (a rare admin act)
+        fresh = bridge.rebuild(repo, service.settings.scheduler())
+        service.core = fresh
+        free = sorted(f for systems in fresh.free.values() for f in systems)
+        return bridge.settle(repo, fresh, offer(fresh, free, at), now=now)
     if event.kind == "finished":
         return finished(service, repo, core, int(event.key or 0), event.code, now)
     if event.kind == "consistency":

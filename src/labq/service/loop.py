@@ -20,6 +20,7 @@ from typing import Protocol
 
 from sqlalchemy.engine import Engine
 
+from labq.api.events import QueueRow
 from labq.config import Settings
 from labq.scheduler import decisions as d
 from labq.scheduler.core import Scheduler
@@ -32,8 +33,8 @@ log = logging.getLogger("labq.scheduler")
 class Dispatcher(Protocol):
     """What the service needs of the dispatcher (``labq.dispatch.dispatcher``)."""
 
-    def start(self, set_id: int) -> None: ...
-    def stop(self, set_id: int) -> None: ...
+    def start(self, set_id: int) -> object: ...
+    def stop(self, set_id: int) -> object: ...
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,15 @@ class SchedulerService:
 
     def access_changed(self) -> None:
         self._events.put(Event("access"))
+
+    def queue_view(self) -> list[QueueRow]:
+        """Waiting sets in rank order, with the reason for each place."""
+        from labq.service.queueview import rows
+
+        with self.lock:
+            if self.core is None:
+                return []
+            return rows(self.core, self.clock())
 
     def set_finished(self, set_id: int, code: int | None) -> None:
         """The dispatcher saw a supervisor exit (``code`` None: it was already gone)."""

@@ -95,6 +95,19 @@ class SupervisorStore(StoreBase):
         )
         return list(self.conn.execute(stmt).scalars())
 
+    def supervised_sets(self) -> list[tuple[int, int, str | None]]:
+        """Started, unfinished sets with a recorded supervisor: ``(set, pid, host)``."""
+        stmt = (
+            select(RecipeSets.id, RecipeSets.supervisor_pid, RecipeSets.supervisor_host)
+            .where(
+                RecipeSets.started_at.is_not(None),
+                RecipeSets.finished_at.is_(None),
+                RecipeSets.supervisor_pid.is_not(None),
+            )
+            .order_by(RecipeSets.id)
+        )
+        return [(row[0], row[1] or 0, row[2]) for row in self.conn.execute(stmt)]
+
     def unsupervised_sets(self, *, lab: str | None = None) -> list[int]:
         """Started, unfinished sets no supervisor has been recorded for: the dispatcher's work."""
         stmt = select(RecipeSets.id).where(

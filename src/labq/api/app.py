@@ -1,0 +1,49 @@
+"""The FastAPI application: one router per resource under ``/api/v1``."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from fastapi import FastAPI
+from sqlalchemy import Engine
+
+from labq.api import errors, health, jobs, labs, people, pools, queue, systems
+from labq.api.deps import AppState, Clock
+from labq.api.events import Events
+from labq.api.guard import Guard
+from labq.config import Settings
+
+PREFIX = "/api/v1"
+
+
+def utc_now() -> datetime:
+    """The wall clock, in UTC."""
+    return datetime.now(UTC)
+
+
+def create_app(
+    engine: Engine, settings: Settings, events: Events, *, clock: Clock = utc_now
+) -> FastAPI:
+    """The HTTP API over ``engine``; changes are told to the scheduler through ``events``."""
+    app = FastAPI(
+        title="labq",
+        version="1",
+        summary="An event-driven job scheduler for test labs",
+        openapi_url="/openapi.json",
+    )
+    app.state.labq = AppState(engine=engine, settings=settings, events=events, clock=clock)
+    for router in (
+        health.router,
+        labs.router,
+        systems.router,
+        pools.router,
+        people.users,
+        people.groups,
+        people.tokens,
+        jobs.router,
+        queue.router,
+    ):
+        app.include_router(router, prefix=PREFIX)
+    errors.install(app)
+    app.add_middleware(Guard, max_body_bytes=settings.server.max_body_bytes)
+    return app

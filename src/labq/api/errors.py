@@ -1,0 +1,127 @@
+"""Every error the API answers, in one JSON shape: ``{"error": {"status", "message", …}}``.
+
+``message`` says the problem in plain words; ``place`` names the field or the
+place in a job document, ``line`` its line when known. Tracebacks never leave
+the server (see :mod:`labq.api.guard`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from labq.errors import ConflictError, IllegalTransition, InputError, LabqError, NotFoundError
+
+BEARER = {"WWW-Authenticate": "Bearer"}
+
+
+class ApiError(Exception):
+    """An answer other than success, raised anywhere in a request."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        place: str | None = None,
+        line: int | None = None,
+        headers: Mapping[str, str] | None = None,
+    ):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.place = place
+        self.line = line
+        self.headers = dict(headers or {})
+
+
+def error_body(
+    status: int, message: str, *, place: str | None = None, line: int | None = None
+) -> dict[str, Any]:
+    """The JSON every error answer carries."""
+    error: dict[str, Any] = {"status": status, "message": message}
+    if place:
+        error["place"] = place
+    if line is not None:
+        error["line"] = line
+    return {"error": error}
+
+
+def error_response(error: ApiError) -> JSONResponse:
+    """An :class:`ApiError` as a response."""
+    body = error_body(error.status, error.message, place=error.place, line=error.line)
+    return JSONResponse(body, status_code=error.status, headers=error.headers)
+
+
+def from_labq(exc: LabqError) -> ApiError:
+    """A repository or parser error as the answer it deserves."""
+    if isinstance(exc, InputError):
+        return ApiError(422, exc.describe(), place=exc.place or None, line=exc.line)
+    if isinstance(exc, NotFoundError):
+        return ApiError(404, str(exc))
+    if isinstance(exc, ConflictError | IllegalTransition):
+        return ApiError(409, str(exc))
+    return ApiError(400, str(exc))
+
+
+def validation_error(errors: Sequence[Any]) -> ApiError:
+    """FastAPI's validation errors as one answer naming the fields (400 for broken JSON)."""
+    if any(e.get("type") == "json_invalid" for e in errors):
+        first = next(e for e in errors if e.get("type") == "json_invalid")
+        detail = first.get("ctx", {}).get("error", "")
+        return ApiError(400, f"the body is not valid JSON ({detail})" if detail else "bad JSON")
+    messages = [_describe(e) for e in errors]
+    place = _place(errors[0].get("loc", ())) if errors else None
+    return ApiError(422, "; ".join(messages) or "invalid request", place=place or None)
+
+
+def _place(loc: Sequence[Any]) -> str:
+    parts = list(loc)
+    if parts and parts[0] in ("body", "query", "path", "header"):
+        parts = parts[1:]
+    return ".".join(str(p) for p in parts)
+
+
+def _describe(error: Mapping[str, Any]) -> str:
+    place = _place(error.get("loc", ()))
+    kind = error.get("type", "")
+    if not place:
+        return "a JSON body is required" if kind == "missing" else "the body must be a JSON object"
+    if kind == "extra_forbidden":
+        return f"unknown field {place!r}"
+    if kind == "missing":
+        return f"{place!r} is required"
+    return f"{place}: {error.get('msg', 'is invalid')}"
+
+
+def install(app: FastAPI) -> None:
+    """Register the handlers that turn every error into the one JSON shape."""
+
+    async def on_api_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, ApiError)
+        return error_response(exc)
+
+    async def on_labq_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, LabqError)
+        return error_response(from_labq(exc))
+
+    async def on_validation(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        return error_response(validation_error(exc.errors()))
+
+    async def on_http(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, StarletteHTTPException)
+        message = exc.detail if isinstance(exc.detail, str) else "request refused"
+        if exc.status_code == 404 and message == "Not Found":
+            message = f"there is no endpoint {request.url.path}"
+        return error_response(ApiError(exc.status_code, message, headers=exc.headers))
+
+    app.add_exception_handler(ApiError, on_api_error)
+    app.add_exception_handler(LabqError, on_labq_error)
+    app.add_exception_handler(RequestValidationError, on_validation)
+    app.add_exception_handler(StarletteHTTPException, on_http)

@@ -1,0 +1,94 @@
+"""The seam between the API and the scheduler: what the API tells it, and what it asks.
+
+The API never calls the scheduler. After a handler has committed its change it
+calls one of these methods; the service queues the event for the scheduler
+thread. A missed event is repaired by the scheduler's ``resume`` at start and by
+the consistency pass, so these methods must be quick and must not touch the
+request's (already committed) transaction.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+log = logging.getLogger("labq.api")
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    """One queued recipe set in scheduling order, with the reason for its place."""
+
+    set_id: int
+    job_id: int
+    position: int
+    effective: str | None  # the effective priority's label; None: no pool open to it
+    nominal: str
+    age_s: float
+    hold: str  # "none", or how it holds systems ("holding 2 of 3 in lab1", …)
+    lab: str | None
+
+
+class Events(Protocol):
+    """What the service implements for the API (see ``docs/api.md``)."""
+
+    def job_submitted(self, job_id: int) -> None:
+        """A job was stored; its recipes are ``new``."""
+
+    def jobs_cancelled(self, job_id: int) -> None:
+        """A job's unfinished recipes were cancelled."""
+
+    def priority_changed(self, job_id: int) -> None:
+        """The nominal priority of a job's waiting sets changed."""
+
+    def system_added(self, fqdn: str) -> None:
+        """A system was added."""
+
+    def condition_changed(self, fqdn: str) -> None:
+        """A system's condition changed (and its usage with it)."""
+
+    def access_changed(self) -> None:
+        """Pools, pool membership or access rules changed."""
+
+    def queue_view(self) -> list[QueueRow]:
+        """The queue in scheduling order, as the scheduler sees it now."""
+
+
+class NoEvents:
+    """Events that go nowhere: an API without a scheduler (tests, a read-only replica)."""
+
+    def job_submitted(self, job_id: int) -> None:
+        """Nothing to tell."""
+
+    def jobs_cancelled(self, job_id: int) -> None:
+        """Nothing to tell."""
+
+    def priority_changed(self, job_id: int) -> None:
+        """Nothing to tell."""
+
+    def system_added(self, fqdn: str) -> None:
+        """Nothing to tell."""
+
+    def condition_changed(self, fqdn: str) -> None:
+        """Nothing to tell."""
+
+    def access_changed(self) -> None:
+        """Nothing to tell."""
+
+    def queue_view(self) -> list[QueueRow]:
+        """No scheduler, no queue."""
+        return []
+
+
+def tell(event: Callable[[], None]) -> None:
+    """Call one event method after a commit; a failure is logged, never answered.
+
+    The change is committed: answering 500 would make a client repeat it. The
+    scheduler catches up from the database (``resume``, the consistency pass).
+    """
+    try:
+        event()
+    except Exception:
+        log.exception("an event could not be delivered to the scheduler")

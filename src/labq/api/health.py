@@ -1,0 +1,29 @@
+"""``/health``: is the API up and its database reachable? No token needed."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import APIRouter
+from sqlalchemy import text
+from sqlalchemy.exc import SQLAlchemyError
+
+from labq.api.deps import StateDep
+from labq.api.errors import ApiError
+from labq.store import reading
+
+router = APIRouter(tags=["health"])
+log = logging.getLogger("labq.api")
+
+
+@router.get("/health")
+def health(state: StateDep) -> dict[str, Any]:
+    """``ok`` when the database answers; 503 when it does not."""
+    try:
+        with reading(state.engine) as repo:
+            repo.conn.execute(text("SELECT 1"))
+    except SQLAlchemyError as exc:
+        log.warning("health: database unreachable: %s", type(exc).__name__)
+        raise ApiError(503, "the database does not answer") from None
+    return {"status": "ok", "database": "ok"}

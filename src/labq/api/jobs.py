@@ -1,0 +1,207 @@
+"""``/jobs``: submit (any format), list, show, results, logs; cancel and priority.
+
+A job document is the request body; its ``Content-Type`` (or ``?format=``) says
+how to read it. Logs are served only from inside the data directory, and only
+the files of the job's own recipes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi.responses import FileResponse
+
+from labq.api.auth import require_job_change
+from labq.api.deps import StateDep, UserDep
+from labq.api.errors import ApiError
+from labq.api.events import tell
+from labq.api.jobviews import job_json, job_summary, log_files, results_json
+from labq.api.schemas import Body, PriorityLabel, Reason
+from labq.domain.model import User
+from labq.domain.priority import Priority
+from labq.domain.states import RecipeState
+from labq.formats.loader import Format, detect_format, parse_job
+from labq.formats.source import decode_document
+from labq.store import Repository, reading, transaction
+from labq.store.listing import MAX_PAGE
+
+router = APIRouter(prefix="/jobs", tags=["jobs"])
+
+MEDIA_FORMATS: dict[str, Format] = {
+    "application/json": "native",
+    "application/yaml": "auto",
+    "application/x-yaml": "auto",
+    "text/yaml": "auto",
+    "application/xml": "beaker",
+    "text/xml": "beaker",
+}
+JOB_BODY = {
+    "requestBody": {
+        "required": True,
+        "description": "a job document: native JSON/YAML, Beaker XML or Teuthology YAML",
+        "content": {media: {"schema": {"type": "string"}} for media in MEDIA_FORMATS},
+    }
+}
+
+
+class CancelBody(Body):
+    """Why (optional)."""
+
+    reason: Reason | None = None
+
+
+class PriorityBody(Body):
+    """The new nominal priority."""
+
+    priority: PriorityLabel
+
+
+async def raw_body(request: Request) -> bytes:
+    """The request body (already capped by the guard)."""
+    return await request.body()
+
+
+def _format_of(content_type: str | None, asked: Format | None) -> Format:
+    if asked is not None:
+        return asked
+    media = (content_type or "").split(";")[0].strip().lower()
+    if media not in MEDIA_FORMATS:
+        known = ", ".join(MEDIA_FORMATS)
+        raise ApiError(415, f"send the job as one of {known}, or name it with ?format=")
+    return MEDIA_FORMATS[media]
+
+
+@router.post("", status_code=201, openapi_extra=JOB_BODY)
+def submit_job(
+    app: StateDep,
+    caller: UserDep,
+    body: Annotated[bytes, Depends(raw_body)],
+    content_type: Annotated[str | None, Header()] = None,
+    fmt: Annotated[Format | None, Query(alias="format")] = None,
+) -> dict[str, Any]:
+    """Parse and store a job; the scheduler is told once it is committed."""
+    chosen = _format_of(content_type, fmt)
+    text = decode_document(body, source="job", limit=app.settings.server.max_body_bytes)
+    if chosen == "auto":
+        chosen = detect_format(text)
+    spec = parse_job(text, source="job", fmt=chosen)
+    with transaction(app.engine) as repo:
+        user = repo.get_user(caller.name)
+        group = spec.group
+        if group is not None and group in repo.list_groups() and not user.member_of(group):
+            raise ApiError(403, f"{user.name!r} is not a member of group {group!r}", place="group")
+        job_id = repo.submit_job(spec, owner=user.name, now=app.clock(), source_format=chosen)
+    tell(lambda: app.events.job_submitted(job_id))
+    return {"id": job_id, "format": chosen, "url": f"/api/v1/jobs/{job_id}"}
+
+
+@router.get("")
+def list_jobs(
+    app: StateDep,
+    _: UserDep,
+    owner: str | None = None,
+    group: str | None = None,
+    state: RecipeState | None = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> dict[str, Any]:
+    """A page of jobs, newest first, and how many match in all."""
+    with reading(app.engine) as repo:
+        total = repo.count_jobs(owner=owner, group=group, state=state)
+        page = repo.list_jobs(owner=owner, group=group, state=state, limit=limit, offset=offset)
+    return {
+        "total": total,
+        "limit": limit,
+        "offset": offset,
+        "jobs": [job_summary(j) for j in page],
+    }
+
+
+@router.get("/{job_id}")
+def show_job(job_id: int, app: StateDep, _: UserDep) -> dict[str, Any]:
+    """A job with every set (retries included), recipe and task."""
+    with reading(app.engine) as repo:
+        return job_json(repo.load_job(job_id))
+
+
+@router.get("/{job_id}/results")
+def job_results(job_id: int, app: StateDep, _: UserDep) -> dict[str, Any]:
+    """Results of every recipe and task."""
+    with reading(app.engine) as repo:
+        return results_json(repo.load_job(job_id))
+
+
+@router.post("/{job_id}/cancel")
+def cancel_job(
+    job_id: int, app: StateDep, caller: UserDep, body: CancelBody | None = None
+) -> dict[str, Any]:
+    """Cancel every unfinished recipe (the owner, the job's group, admins)."""
+    with transaction(app.engine) as repo:
+        require_job_change(caller, repo.load_job(job_id))
+        reason = None if body is None else body.reason
+        count = repo.cancel_job(job_id, actor=caller.name, now=app.clock(), reason=reason)
+    if count:
+        tell(lambda: app.events.jobs_cancelled(job_id))
+    return {"id": job_id, "cancelled": count}
+
+
+@router.post("/{job_id}/priority")
+def change_priority(
+    job_id: int, body: PriorityBody, app: StateDep, caller: UserDep
+) -> dict[str, Any]:
+    """Change the nominal priority of the sets that still wait; raising it needs an admin."""
+    wanted = Priority.parse(body.priority)
+    with transaction(app.engine) as repo:
+        _check_priority(repo, job_id, wanted, caller)
+        changed = repo.change_priority(job_id, wanted, actor=caller.name, now=app.clock())
+    if changed:
+        tell(lambda: app.events.priority_changed(job_id))
+    return {"id": job_id, "priority": wanted.label, "sets": changed}
+
+
+def _check_priority(repo: Repository, job_id: int, wanted: Priority, caller: User) -> None:
+    job = repo.load_job(job_id)
+    require_job_change(caller, job)
+    waiting = [s for s in job.sets if s.started_at is None and s.finished_at is None]
+    raised = [s for s in waiting if s.spec.priority < wanted]
+    if raised and not caller.admin:
+        was = max(s.spec.priority for s in raised).label
+        raise ApiError(
+            403,
+            f"raising job {job_id} from {was} to {wanted.label} needs an admin",
+            place="priority",
+        )
+
+
+@router.get("/{job_id}/logs")
+def list_logs(job_id: int, app: StateDep, _: UserDep) -> dict[str, Any]:
+    """Each recipe's archived log files, as paths relative to the data directory."""
+    with reading(app.engine) as repo:
+        job = repo.load_job(job_id)
+    return {"id": job_id, "logs": log_files(job, app.settings.data_path())}
+
+
+@router.get("/{job_id}/logs/file", response_class=FileResponse)
+def get_log(
+    job_id: int, app: StateDep, _: UserDep, path: Annotated[str, Query(min_length=1)]
+) -> FileResponse:
+    """One log file of the job, by the path the listing gave (plain text)."""
+    root = app.settings.data_path().resolve()
+    wanted = (root / path).resolve()
+    if not wanted.is_relative_to(root):
+        raise ApiError(403, "that path leads out of the data directory", place="path")
+    with reading(app.engine) as repo:
+        job = repo.load_job(job_id)
+    allowed = [Path(r.log_dir).resolve() for s in job.sets for r in s.recipes if r.log_dir]
+    allowed += [
+        Path(t.log_path).resolve()
+        for s in job.sets
+        for r in s.recipes
+        for t in r.tasks
+        if t.log_path
+    ]
+    if not any(wanted == a or wanted.is_relative_to(a) for a in allowed) or not wanted.is_file():
+        raise ApiError(404, f"job {job_id} has no log file {path!r}", place="path")
+    return FileResponse(wanted, media_type="text/plain; charset=utf-8")

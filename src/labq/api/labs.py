@@ -1,0 +1,28 @@
+"""``/labs``: list (everyone), add (admins)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+
+from labq.api.deps import AdminDep, StateDep, UserDep
+from labq.api.schemas import NameBody
+from labq.store import reading, transaction
+
+router = APIRouter(prefix="/labs", tags=["labs"])
+
+
+@router.get("")
+def list_labs(state: StateDep, _: UserDep) -> dict[str, Any]:
+    """Every lab's name."""
+    with reading(state.engine) as repo:
+        return {"labs": [{"name": name} for name in repo.list_labs()]}
+
+
+@router.post("", status_code=201)
+def add_lab(body: NameBody, state: StateDep, admin: AdminDep) -> dict[str, Any]:
+    """Add a lab (admins)."""
+    with transaction(state.engine) as repo:
+        lab_id = repo.add_lab(body.name, actor=admin.name, now=state.clock())
+    return {"id": lab_id, "name": body.name}

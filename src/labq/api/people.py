@@ -1,0 +1,170 @@
+"""``/users``, ``/groups`` and ``/tokens``.
+
+Everyone may list users and groups; admins add them and change memberships.
+Tokens: each user lists, creates and revokes their own; admins anyone's. A new
+token's secret is in the creation answer and nowhere else, ever.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Annotated, Any
+
+from fastapi import APIRouter
+from pydantic import Field
+
+from labq.api.auth import require_admin
+from labq.api.deps import AdminDep, StateDep, UserDep
+from labq.api.errors import ApiError
+from labq.api.schemas import Body, Name, NameBody
+from labq.domain.model import User
+from labq.store import TokenView, reading, transaction
+
+users = APIRouter(prefix="/users", tags=["users"])
+groups = APIRouter(prefix="/groups", tags=["groups"])
+tokens = APIRouter(prefix="/tokens", tags=["tokens"])
+
+
+class UserBody(Body):
+    """A new user."""
+
+    name: Name
+    admin: bool = False
+
+
+class MemberBody(Body):
+    """A user to put in a group."""
+
+    user: Name
+
+
+class TokenBody(Body):
+    """A new token: for yourself, or (admins) for ``user``."""
+
+    name: Name
+    user: Name | None = None
+    expires_in: Annotated[int, Field(gt=0, le=10 * 365 * 86400)] | None = Field(
+        default=None, description="seconds until it stops working; none: never"
+    )
+
+
+def user_json(user: User) -> dict[str, Any]:
+    """A user as the API shows it."""
+    return {"name": user.name, "admin": user.admin, "groups": sorted(user.groups)}
+
+
+def token_json(token: TokenView) -> dict[str, Any]:
+    """A token as listed: never its secret."""
+    return {
+        "id": token.id,
+        "user": token.user,
+        "name": token.name,
+        "created_at": token.created_at,
+        "last_used_at": token.last_used_at,
+        "expires_at": token.expires_at,
+        "revoked_at": token.revoked_at,
+        "recipe_set": token.recipe_set,
+    }
+
+
+def _for_whom(caller: User, wanted: str | None) -> str:
+    if wanted is None or wanted == caller.name:
+        return caller.name
+    if not caller.admin:
+        raise ApiError(403, f"only admins may manage another user's tokens ({wanted!r})")
+    return wanted
+
+
+@users.get("")
+def list_users(state: StateDep, _: UserDep) -> dict[str, Any]:
+    """Every user with their groups."""
+    with reading(state.engine) as repo:
+        return {"users": [user_json(u) for u in repo.list_users()]}
+
+
+@users.get("/me")
+def me(user: UserDep) -> dict[str, Any]:
+    """Who the token speaks for."""
+    return user_json(user)
+
+
+@users.post("", status_code=201)
+def add_user(body: UserBody, state: StateDep, admin: AdminDep) -> dict[str, Any]:
+    """Add a user (admins)."""
+    with transaction(state.engine) as repo:
+        repo.add_user(body.name, actor=admin.name, now=state.clock(), admin=body.admin)
+        added = repo.get_user(body.name)
+    return user_json(added)
+
+
+@groups.get("")
+def list_groups(state: StateDep, _: UserDep) -> dict[str, Any]:
+    """Every group with its members (everyone is in ``everybody`` without being listed)."""
+    with reading(state.engine) as repo:
+        names = repo.list_groups()
+        people = repo.list_users()
+    return {
+        "groups": [{"name": g, "members": [u.name for u in people if g in u.groups]} for g in names]
+    }
+
+
+@groups.post("", status_code=201)
+def add_group(body: NameBody, state: StateDep, admin: AdminDep) -> dict[str, Any]:
+    """Add a group (admins)."""
+    with transaction(state.engine) as repo:
+        group_id = repo.add_group(body.name, actor=admin.name, now=state.clock())
+    return {"id": group_id, "name": body.name, "members": []}
+
+
+@groups.post("/{group}/members")
+def add_member(group: str, body: MemberBody, state: StateDep, admin: AdminDep) -> dict[str, Any]:
+    """Put a user in a group (admins)."""
+    with transaction(state.engine) as repo:
+        changed = repo.add_member(body.user, group, actor=admin.name, now=state.clock())
+    return {"group": group, "user": body.user, "changed": changed}
+
+
+@groups.delete("/{group}/members/{user}")
+def remove_member(group: str, user: str, state: StateDep, admin: AdminDep) -> dict[str, Any]:
+    """Take a user out of a group (admins)."""
+    with transaction(state.engine) as repo:
+        changed = repo.remove_member(user, group, actor=admin.name, now=state.clock())
+    return {"group": group, "user": user, "changed": changed}
+
+
+@tokens.get("")
+def list_tokens(state: StateDep, caller: UserDep, user: str | None = None) -> dict[str, Any]:
+    """Your tokens (admins: ``?user=``), revoked and expired ones included."""
+    whose = _for_whom(caller, user)
+    with reading(state.engine) as repo:
+        return {"tokens": [token_json(t) for t in repo.list_tokens(whose)]}
+
+
+@tokens.post("", status_code=201)
+def create_token(body: TokenBody, state: StateDep, caller: UserDep) -> dict[str, Any]:
+    """A new token; its ``secret`` is shown in this answer only."""
+    whose = _for_whom(caller, body.user)
+    now = state.clock()
+    expires = None if body.expires_in is None else now + timedelta(seconds=body.expires_in)
+    with transaction(state.engine) as repo:
+        token_id, secret = repo.create_token(
+            whose, body.name, now=now, expires_at=expires, actor=caller.name
+        )
+    return {
+        "id": token_id,
+        "user": whose,
+        "name": body.name,
+        "expires_at": expires,
+        "secret": secret,
+    }
+
+
+@tokens.delete("/{token_id}")
+def revoke_token(token_id: int, state: StateDep, caller: UserDep) -> dict[str, Any]:
+    """Revoke a token for good: your own, or (admins) anyone's."""
+    with transaction(state.engine) as repo:
+        owner = repo.token_owner(token_id)
+        if owner != caller.name:
+            require_admin(caller)
+        changed = repo.revoke_token(token_id, actor=caller.name, now=state.clock())
+    return {"id": token_id, "revoked": True, "changed": changed}

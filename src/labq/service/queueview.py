@@ -1,0 +1,52 @@
+"""The queue as people see it: waiting sets in rank order, and why they are there."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from labq.api.events import QueueRow
+from labq.domain.model import EVERYBODY
+from labq.domain.priority import Priority
+from labq.scheduler.core import Scheduler
+from labq.scheduler.entries import SetEntry
+from labq.scheduler.order import aged_priority
+from labq.store import epoch
+
+
+def rows(core: Scheduler, now: datetime) -> list[QueueRow]:
+    """Every waiting set, best rank first."""
+    at = epoch(now)
+    waiting = [s for s in core.sets.values() if s.waiting]
+    waiting.sort(key=core.rank_of, reverse=True)
+    return [_row(core, entry, position, at) for position, entry in enumerate(waiting, 1)]
+
+
+def _row(core: Scheduler, entry: SetEntry, position: int, at: float) -> QueueRow:
+    nominal = aged_priority(entry, at, core.config)
+    cap = _best_cap(core, entry)
+    effective = None if cap is None else min(nominal, cap).label
+    placed = len(entry.placed())
+    hold = f"holding {placed} of {len(entry.recipes)} in {entry.lab}" if placed else "none"
+    return QueueRow(
+        set_id=entry.id,
+        job_id=entry.job,
+        position=position,
+        effective=effective,
+        nominal=nominal.label,
+        age_s=max(0.0, at - entry.submitted),
+        hold=hold,
+        lab=entry.lab,
+    )
+
+
+def _best_cap(core: Scheduler, entry: SetEntry) -> Priority | None:
+    """The highest cap the set's group has on any system one of its recipes could use."""
+    best: Priority | None = None
+    for recipe in entry.recipes:
+        for fqdn in core.index.systems_of.get(recipe.klass, ()):
+            cap = core.policy.maximum(core.systems[fqdn].pools, entry.group or EVERYBODY)
+            if cap is not None and (best is None or cap > best):
+                best = cap
+                if best is Priority.URGENT:
+                    return best
+    return best

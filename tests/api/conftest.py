@@ -1,0 +1,185 @@
+"""The API through a real client, over a fresh migrated SQLite database per test."""
+
+from __future__ import annotations
+
+import shutil
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import Engine
+
+from labq.api import QueueRow, create_app
+from labq.config import Server, Settings
+from labq.domain.model import System
+from labq.domain.priority import Priority
+from labq.errors import NotFoundError
+from labq.store import make_engine, reading, transaction, upgrade
+
+with warnings.catch_warnings():
+    # Starlette >= 1.x asks for httpx2 behind its TestClient; httpx still works.
+    warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
+    from fastapi.testclient import TestClient
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+API = "/api/v1"
+MAX_BODY = 64 * 1024
+EXAMPLES = Path(__file__).parents[2] / "src" / "labq" / "examples"
+
+
+class Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+@dataclass
+class Recorder:
+    """Events, each with whether its change was already committed when it came."""
+
+    engine: Engine
+    calls: list[tuple[str, object, bool]] = field(default_factory=list)
+    rows: list[QueueRow] = field(default_factory=list)
+
+    def _seen(self, name: str, arg: object, committed: bool) -> None:
+        self.calls.append((name, arg, committed))
+
+    def _job_visible(self, job_id: int) -> bool:
+        with reading(self.engine) as repo:
+            try:
+                repo.load_job(job_id)
+            except NotFoundError:
+                return False
+        return True
+
+    def job_submitted(self, job_id: int) -> None:
+        self._seen("job_submitted", job_id, self._job_visible(job_id))
+
+    def jobs_cancelled(self, job_id: int) -> None:
+        with reading(self.engine) as repo:
+            done = repo.load_job(job_id).state.value == "cancelled"
+        self._seen("jobs_cancelled", job_id, done)
+
+    def priority_changed(self, job_id: int) -> None:
+        with reading(self.engine) as repo:
+            label = repo.load_job(job_id).sets[0].spec.priority.label
+        self._seen("priority_changed", job_id, label == "low")
+
+    def system_added(self, fqdn: str) -> None:
+        with reading(self.engine) as repo:
+            there = any(s.fqdn == fqdn for s in repo.list_systems())
+        self._seen("system_added", fqdn, there)
+
+    def condition_changed(self, fqdn: str) -> None:
+        with reading(self.engine) as repo:
+            broken = repo.get_system(fqdn).condition.value == "broken"
+        self._seen("condition_changed", fqdn, broken)
+
+    def access_changed(self) -> None:
+        self._seen("access_changed", None, True)
+
+    def queue_view(self) -> list[QueueRow]:
+        return self.rows
+
+    def names(self) -> list[str]:
+        return [name for name, _, _ in self.calls]
+
+
+@dataclass
+class Lab:
+    """A client on the app with a seeded database and a token per person."""
+
+    client: TestClient
+    engine: Engine
+    events: Recorder
+    clock: Clock
+    data_dir: Path
+    tokens: dict[str, str]
+
+    def auth(self, who: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.tokens[who]}"}
+
+    def get(self, url: str, who: str = "alice", **params: str | int) -> httpx.Response:
+        answer: httpx.Response = self.client.get(API + url, headers=self.auth(who), params=params)
+        return answer
+
+    def post(self, url: str, who: str = "root", **kw: Any) -> httpx.Response:
+        answer: httpx.Response = self.client.post(API + url, headers=self.auth(who), **kw)
+        return answer
+
+    def activity(self) -> int:
+        with reading(self.engine) as repo:
+            return len(repo.activity(limit=100_000))
+
+
+@pytest.fixture(scope="session")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("api-template") / "labq.db"
+    upgrade(f"sqlite:///{path}")
+    return path
+
+
+def seed(engine: Engine) -> dict[str, str]:
+    """root (admin); alice and carol in kernel-qe; bob in no group. One lab, two systems.
+
+    Pool ``perf`` (s1) is open to kernel-qe up to urgent.
+    """
+    tokens = {}
+    with transaction(engine) as repo:
+        repo.add_user("root", actor="setup", now=T0, admin=True)
+        for name in ("alice", "bob", "carol"):
+            repo.add_user(name, actor="root", now=T0)
+        repo.add_group("kernel-qe", actor="root", now=T0)
+        repo.add_member("alice", "kernel-qe", actor="root", now=T0)
+        repo.add_member("carol", "kernel-qe", actor="root", now=T0)
+        repo.add_lab("lab1", actor="root", now=T0)
+        repo.add_pool("perf", actor="root", now=T0)
+        repo.allow("perf", "kernel-qe", Priority.URGENT, actor="root", now=T0)
+        repo.add_system(
+            System("s1.lab", "lab1", attributes={"memory_mb": 8192}, pools=frozenset({"perf"})),
+            actor="root",
+            now=T0,
+        )
+        repo.add_system(System("s2.lab", "lab1"), actor="root", now=T0)
+        for name in ("root", "alice", "bob", "carol"):
+            tokens[name] = repo.create_token(name, "test", now=T0)[1]
+    return tokens
+
+
+@pytest.fixture
+def lab(template: Path, tmp_path: Path) -> Iterator[Lab]:
+    path = tmp_path / "labq.db"
+    shutil.copyfile(template, path)
+    engine = make_engine(f"sqlite:///{path}")
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    settings = Settings(data_dir=str(data_dir), server=Server(max_body_bytes=MAX_BODY))
+    events = Recorder(engine)
+    clock = Clock()
+    tokens = seed(engine)
+    app = create_app(engine, settings, events, clock=clock)
+    with TestClient(app, raise_server_exceptions=False) as client:
+        yield Lab(client, engine, events, clock, data_dir, tokens)
+    engine.dispose()
+
+
+def submit(lab: Lab, who: str = "alice", **fields: object) -> int:
+    """A small native job, submitted as JSON; its id."""
+    recipe_sets = [{"recipes": [{"role": "r0", "tasks": [{"name": "t", "run": "true"}]}]}]
+    job = {"recipe_sets": recipe_sets, **fields}
+    answer = lab.client.post(f"{API}/jobs", json=job, headers=lab.auth(who))
+    assert answer.status_code == 201, answer.text
+    job_id: int = answer.json()["id"]
+    return job_id

@@ -1,0 +1,164 @@
+"""Jobs: submit in every format, list and page, show, cancel and priority with permissions."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.api.conftest import API, EXAMPLES, Lab, submit
+
+FORMATS = [
+    ("smoke.yaml", "application/yaml", "native"),
+    ("beaker.xml", "application/xml", "beaker"),
+    ("teuthology.yaml", "application/yaml", "teuthology"),
+]
+
+
+@pytest.mark.parametrize(("name", "media", "fmt"), FORMATS)
+def test_submit_examples(lab: Lab, name: str, media: str, fmt: str) -> None:
+    text = (EXAMPLES / name).read_bytes()
+    answer = lab.client.post(
+        f"{API}/jobs", content=text, headers={**lab.auth("alice"), "Content-Type": media}
+    )
+    assert answer.status_code == 201, answer.text
+    job_id = answer.json()["id"]
+    assert answer.json()["format"] == fmt
+    shown = lab.get(f"/jobs/{job_id}").json()
+    assert shown["owner"] == "alice"
+    assert shown["source_format"] == fmt
+    assert shown["state"] == "new"
+    assert shown["sets"][0]["recipes"][0]["tasks"]
+    assert lab.events.calls == [("job_submitted", job_id, True)]
+
+
+def test_submit_json_and_format_parameter(lab: Lab) -> None:
+    assert submit(lab) == 1
+    text = (EXAMPLES / "smoke.yaml").read_bytes()
+    answer = lab.client.post(
+        f"{API}/jobs?format=native",
+        content=text,
+        headers={**lab.auth("alice"), "Content-Type": "text/plain"},
+    )
+    assert answer.status_code == 201
+    refused = lab.client.post(
+        f"{API}/jobs", content=text, headers={**lab.auth("alice"), "Content-Type": "text/plain"}
+    )
+    assert refused.status_code == 415
+    assert "?format=" in refused.json()["error"]["message"]
+
+
+def test_group_must_be_the_submitters(lab: Lab) -> None:
+    before = lab.activity()
+    text = (EXAMPLES / "smoke.yaml").read_bytes()
+    answer = lab.client.post(
+        f"{API}/jobs", content=text, headers={**lab.auth("bob"), "Content-Type": "application/yaml"}
+    )
+    assert answer.status_code == 403
+    assert answer.json()["error"] == {
+        "status": 403,
+        "message": "'bob' is not a member of group 'kernel-qe'",
+        "place": "group",
+    }
+    unknown = lab.client.post(
+        f"{API}/jobs",
+        json={"group": "nobody-here", "recipe_sets": [{"recipes": [{}]}]},
+        headers=lab.auth("bob"),
+    )
+    assert unknown.status_code == 422
+    assert "no group 'nobody-here'" in unknown.json()["error"]["message"]
+    assert lab.activity() == before
+    assert lab.get("/jobs").json()["total"] == 0
+    assert lab.events.calls == []
+
+
+def test_list_filters_and_pages(lab: Lab) -> None:
+    ids = [submit(lab, "alice", group="kernel-qe") for _ in range(3)]
+    ids += [submit(lab, "bob") for _ in range(2)]
+    lab.post(f"/jobs/{ids[0]}/cancel", who="alice")
+    everything = lab.get("/jobs").json()
+    assert everything["total"] == 5
+    assert [j["id"] for j in everything["jobs"]] == ids[::-1]
+    page = lab.get("/jobs", limit=2, offset=1).json()
+    assert (page["total"], [j["id"] for j in page["jobs"]]) == (5, [ids[3], ids[2]])
+    assert lab.get("/jobs", owner="bob").json()["total"] == 2
+    assert lab.get("/jobs", group="kernel-qe").json()["total"] == 3
+    cancelled = lab.get("/jobs", state="cancelled").json()
+    assert [j["id"] for j in cancelled["jobs"]] == [ids[0]]
+    assert lab.get("/jobs", state="new", owner="alice").json()["total"] == 2
+    for bad in ({"limit": 0}, {"limit": 1001}, {"offset": -1}, {"state": "done"}):
+        answer = lab.get("/jobs", **bad)
+        assert answer.status_code == 422
+        assert answer.json()["error"]["place"] == next(iter(bad))
+
+
+def test_cancel_permissions(lab: Lab) -> None:
+    own = submit(lab, "alice")
+    grouped = submit(lab, "alice", group="kernel-qe")
+    bobs = submit(lab, "bob")
+    lab.events.calls.clear()
+    refused = lab.post(f"/jobs/{own}/cancel", who="carol")  # alice's own job, no group
+    assert refused.status_code == 403
+    assert "may not change it" in refused.json()["error"]["message"]
+    assert lab.post(f"/jobs/{grouped}/cancel", who="bob").status_code == 403
+    assert lab.post(f"/jobs/{bobs}/cancel", who="alice").status_code == 403
+    assert lab.get(f"/jobs/{own}").json()["state"] == "new"
+    assert lab.events.calls == []
+    assert lab.post(f"/jobs/{own}/cancel", who="alice").json() == {"id": own, "cancelled": 1}
+    answer = lab.post(f"/jobs/{grouped}/cancel", who="carol", json={"reason": "wrong kernel"})
+    assert answer.json()["cancelled"] == 1
+    assert lab.post(f"/jobs/{bobs}/cancel", who="root").json()["cancelled"] == 1
+    assert lab.post(f"/jobs/{bobs}/cancel", who="root").json()["cancelled"] == 0
+    assert lab.events.calls == [
+        ("jobs_cancelled", own, True),
+        ("jobs_cancelled", grouped, True),
+        ("jobs_cancelled", bobs, True),
+    ]
+    assert lab.post("/jobs/999/cancel").status_code == 404
+
+
+def test_priority_lowering_is_free_raising_needs_admin(lab: Lab) -> None:
+    job = submit(lab, "alice", group="kernel-qe")  # normal
+    lab.events.calls.clear()
+    raised = lab.post(f"/jobs/{job}/priority", who="alice", json={"priority": "high"})
+    assert raised.status_code == 403
+    assert raised.json()["error"]["message"] == "raising job 1 from normal to high needs an admin"
+    assert lab.post(f"/jobs/{job}/priority", who="bob", json={"priority": "low"}).status_code == 403
+    lowered = lab.post(f"/jobs/{job}/priority", who="carol", json={"priority": "low"})
+    assert lowered.json() == {"id": job, "priority": "low", "sets": [1]}
+    assert lab.events.calls == [("priority_changed", job, True)]
+    again = lab.post(f"/jobs/{job}/priority", who="root", json={"priority": "urgent"})
+    assert again.status_code == 200
+    assert lab.get(f"/jobs/{job}").json()["sets"][0]["priority"] == "urgent"
+
+
+def test_show_and_results(lab: Lab) -> None:
+    job = submit(lab, "alice", whiteboard="hello")
+    shown = lab.get(f"/jobs/{job}").json()
+    assert shown["whiteboard"] == "hello"
+    assert shown["current_sets"] == [shown["sets"][0]["id"]]
+    recipe = shown["sets"][0]["recipes"][0]
+    assert (recipe["role"], recipe["state"], recipe["system"]) == ("r0", "new", None)
+    results = lab.get(f"/jobs/{job}/results").json()
+    assert results["sets"][0]["recipes"][0]["tasks"][0]["status"] == "new"
+    missing = lab.get("/jobs/42")
+    assert missing.status_code == 404
+    assert missing.json() == {"error": {"status": 404, "message": "no job 42"}}
+
+
+def test_queue_reads_the_scheduler(lab: Lab) -> None:
+    from labq.api import QueueRow
+
+    lab.events.rows = [QueueRow(7, 3, 1, "high", "normal", 12.5, "none", None)]
+    assert lab.get("/queue").json() == {
+        "queue": [
+            {
+                "set_id": 7,
+                "job_id": 3,
+                "position": 1,
+                "effective": "high",
+                "nominal": "normal",
+                "age_s": 12.5,
+                "hold": "none",
+                "lab": None,
+            }
+        ]
+    }
