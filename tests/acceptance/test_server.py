@@ -136,8 +136,12 @@ def test_a_two_host_job_runs_to_completion(server):
     assert f"client is {client_fqdn}" in text_
     assert f"server is {server_fqdn}" in text_
     # the systems went back to idle, and their usage history shows the whole life
+    # the recipes end first; the systems go idle once the scheduler has heard the set end
+    deadline = time.monotonic() + 20
+    while {client.get(f"/systems/{f}").json()["usage"] for f in systems} != {"idle"}:
+        assert time.monotonic() < deadline, "the systems were not released"
+        time.sleep(0.2)
     for fqdn in systems:
-        assert client.get(f"/systems/{fqdn}").json()["usage"] == "idle"
         history = client.get(f"/systems/{fqdn}/history").json()["history"]
         usages = [row["usage"] for row in history]
         for usage in ("scheduled", "waiting", "installing", "running", "idle"):
