@@ -11,6 +11,13 @@ from typing import Any, Final
 import click
 
 from labq import __version__
+from labq.client import DEFAULT_URL
+from labq.commands import Session
+from labq.commands.jobs import job, queue
+from labq.commands.labs import lab
+from labq.commands.people import group, token, user
+from labq.commands.pools import pool
+from labq.commands.systems import system
 from labq.errors import LabqError
 from labq.formats.loader import FORMATS, Format, load_job
 
@@ -20,8 +27,28 @@ EXIT_INTERNAL: Final = 70
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="labq")
-def cli() -> None:
+@click.option(
+    "--url",
+    envvar="LABQ_URL",
+    default=None,
+    help=f"The labq server (default: LABQ_URL, the client file, else {DEFAULT_URL}).",
+)
+@click.option(
+    "--token",
+    envvar="LABQ_TOKEN",
+    default=None,
+    help="API token (default: LABQ_TOKEN, else the client file).",
+)
+@click.pass_context
+def cli(ctx: click.Context, url: str | None, token: str | None) -> None:
     """labq: an event-driven job scheduler for test labs."""
+    session = ctx.ensure_object(Session)
+    session.url, session.token = url, token
+    ctx.call_on_close(session.close)
+
+
+for _command in (lab, system, pool, user, group, token, job, queue):
+    cli.add_command(_command)
 
 
 @cli.command()
@@ -66,13 +93,13 @@ def init(url: str | None, admin: str) -> None:
     except (ArgumentError, NoSuchModuleError, OperationalError) as exc:
         raise LabqError(f"cannot open database {_shown_url(url)}: {exc.args[0]}") from None
     click.echo(f"database ready at {_shown_url(url)} (schema {revision})")
-    secret = _first_admin(url, admin)
+    secret = first_admin(url, admin)
     if secret is not None:
         click.echo(f"created the first admin, {admin!r}; their token (shown only now):")
         click.echo(secret)
 
 
-def _first_admin(url: str, name: str) -> str | None:
+def first_admin(url: str, name: str, *, actor: str = "labq init") -> str | None:
     """On a database without users, create an admin and a token; return the token."""
     from datetime import UTC, datetime
 
@@ -84,8 +111,8 @@ def _first_admin(url: str, name: str) -> str | None:
             if repo.list_users():
                 return None
             now = datetime.now(UTC)
-            repo.add_user(name, actor="labq init", now=now, admin=True)
-            _, secret = repo.create_token(name, "created by labq init", now=now)
+            repo.add_user(name, actor=actor, now=now, admin=True)
+            _, secret = repo.create_token(name, f"created by {actor}", now=now)
             return secret
     finally:
         engine.dispose()
@@ -126,6 +153,22 @@ def server(url: str | None, host: str | None, port: int | None, config_file: str
 
     settings = load_settings(config_file)
     serve(settings, url, host or settings.server.host, port or settings.server.port)
+
+
+@cli.command()
+@click.option("--port", default=8080, show_default=True, type=click.IntRange(1, 65535))
+@click.option(
+    "--dir",
+    "directory",
+    default=None,
+    type=click.Path(file_okay=False),
+    help="Where the database, workspaces and logs go (default: a new temporary directory).",
+)
+def demo(port: int, directory: str | None) -> None:
+    """Run a server with a demo lab of local systems and a few sample jobs, until Ctrl-C."""
+    from labq.demo import run_demo
+
+    run_demo(port=port, directory=directory)
 
 
 @cli.command()
@@ -194,7 +237,8 @@ def main(argv: Sequence[str] | None = None) -> None:
 def run(command: Callable[..., Any], argv: Sequence[str] | None) -> int:
     """Call a click command in standalone-off mode and turn every failure into an exit code."""
     try:
-        command(args=list(argv) if argv is not None else None, standalone_mode=False)
+        # standalone off, click returns the code of a raised ``Exit`` instead of raising it
+        code = command(args=list(argv) if argv is not None else None, standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("labq: interrupted", err=True)
         return 130
@@ -217,7 +261,7 @@ def run(command: Callable[..., Any], argv: Sequence[str] | None) -> int:
             err=True,
         )
         return EXIT_INTERNAL
-    return 0
+    return code if isinstance(code, int) else 0
 
 
 if __name__ == "__main__":

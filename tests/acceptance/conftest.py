@@ -1,9 +1,14 @@
 import os
 import shutil
+import signal
+import socket
 import subprocess
 import sys
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import pytest
 
 ROOT = Path(__file__).parents[2]
@@ -45,3 +50,70 @@ def labq(tmp_path):
         )
 
     return run
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_until_up(url: str, proc: subprocess.Popen[str], log: Path, timeout: float = 30) -> None:
+    """Poll ``/api/v1/health`` until it answers 200; fail with the log if the process dies."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if httpx.get(f"{url}/api/v1/health", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        assert proc.poll() is None, log.read_text()
+        assert time.monotonic() < deadline, "the server did not come up"
+        time.sleep(0.2)
+
+
+@dataclass
+class LiveServer:
+    """A ``labq server`` subprocess on SQLite, and its first admin's token."""
+
+    url: str
+    token: str
+    data: Path
+
+
+@pytest.fixture
+def live_server(tmp_path):
+    """``labq init`` then ``labq server`` on a free port; stopped with SIGTERM afterwards."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LABQ_")}
+    env.update(
+        LABQ_DB=f"sqlite:///{tmp_path / 'server.db'}",
+        LABQ_DATA_DIR=str(tmp_path / "server-data"),
+        HOME=str(tmp_path / "server-home"),
+    )
+    init = subprocess.run(
+        [*labq_command(), "init"], env=env, capture_output=True, text=True, check=False
+    )
+    assert init.returncode == 0, init.stderr
+    token = init.stdout.strip().splitlines()[-1]
+    port = free_port()
+    log_path = tmp_path / "server.log"
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            [*labq_command(), "server", "--port", str(port)],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        try:
+            url = f"http://127.0.0.1:{port}"
+            wait_until_up(url, proc, log_path)
+            yield LiveServer(url, token, tmp_path / "server-data")
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()

@@ -1,0 +1,115 @@
+"""Commands that speak to a labq server over its HTTP API, one module per resource.
+
+Shared here: how a command gets its :class:`~labq.client.Client`, the ``--json``
+option, and printing (the API's JSON as is, or a Rich table).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from labq.client import Client, ConnectionSettingsError, resolve_connection
+
+
+@dataclass
+class Session:
+    """What the group's options say; the client is made on first use."""
+
+    url: str | None = None
+    token: str | None = None
+    _client: Client | None = field(default=None, repr=False)
+
+    def client(self) -> Client:
+        """A client for the resolved connection; refuses early when no token is known."""
+        if self._client is None:
+            connection = resolve_connection(self.url, self.token)
+            if not connection.token:
+                raise ConnectionSettingsError(
+                    "no API token: set LABQ_TOKEN, pass --token, "
+                    "or put 'token:' in the client file (see docs/cli.md)"
+                )
+            self._client = Client(connection)
+        return self._client
+
+    def close(self) -> None:
+        """Close the client, if one was made."""
+        if self._client is not None:
+            self._client.close()
+
+
+def api(ctx: click.Context) -> Client:
+    """The client of the running command."""
+    session = ctx.find_object(Session)
+    assert session is not None, "the labq group sets up a Session"
+    return session.client()
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print the API's JSON.")
+
+
+def console() -> Console:
+    """Where tables go: stdout; not cut to 80 columns when it is a pipe or a file."""
+    out = Console(highlight=False, soft_wrap=False)
+    if not out.is_terminal:
+        out.width = 1000
+    return out
+
+
+def show(data: Any, as_json: bool, render: Callable[[Any], Any]) -> None:
+    """Print ``data`` as JSON, or what ``render`` makes of it (text or a Rich renderable)."""
+    if as_json:
+        click.echo(json.dumps(data, indent=2, sort_keys=False))
+        return
+    out = render(data)
+    if isinstance(out, str):
+        click.echo(out)
+    else:
+        console().print(out)
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], title: str | None = None) -> Table:
+    """A plain Rich table; ``None`` shows as ``-``."""
+    grid = Table(title=title, show_edge=False, header_style="bold")
+    for header in headers:
+        grid.add_column(header)
+    for row in rows:
+        grid.add_row(*(cell(value) for value in row))
+    return grid
+
+
+def fields(data: dict[str, Any], keys: Sequence[str]) -> str:
+    """``key: value`` lines for the keys present."""
+    return "\n".join(f"{k}: {cell(data[k])}" for k in keys if k in data)
+
+
+def cell(value: Any) -> str:
+    """One value as a table or a field line shows it."""
+    if value is None:
+        return "-"
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value) or "-"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in value.items()) or "-"
+    return str(value)
+
+
+def when(value: Any) -> str | None:
+    """A time as a person reads it (UTC, to the second): ISO text or epoch seconds."""
+    if value is None:
+        return None
+    if isinstance(value, int | float):
+        moment = datetime.fromtimestamp(value, UTC)
+    else:
+        try:
+            moment = datetime.fromisoformat(str(value))
+        except ValueError:
+            return str(value)
+    return moment.strftime("%Y-%m-%d %H:%M:%S")

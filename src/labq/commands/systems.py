@@ -1,0 +1,149 @@
+"""``labq system``: add, list, show, change condition, usage history."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import click
+
+from labq.commands import api, cell, fields, json_option, show, table, when
+from labq.domain.states import Condition
+from labq.errors import InputError
+
+_INTEGER = re.compile(r"[+-]?\d+")
+_NUMBER = re.compile(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?")
+
+
+def attribute(text: str) -> tuple[str, str | int | float]:
+    """``K=V``; V becomes an int or a float when it looks like one."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise InputError(f"an attribute is KEY=VALUE, not {text!r}", place="--attr")
+    if _INTEGER.fullmatch(value):
+        return key, int(value)
+    if _NUMBER.fullmatch(value):
+        return key, float(value)
+    return key, value
+
+
+@click.group()
+def system() -> None:
+    """Systems: the machines jobs run on (changes need an admin)."""
+
+
+@system.command("add")
+@click.argument("fqdn")
+@click.option("--lab", required=True, help="The lab the system belongs to.")
+@click.option("--arch", default=None, help="Architecture (default x86_64).")
+@click.option("--attr", "attrs", multiple=True, metavar="K=V", help="An attribute; repeatable.")
+@click.option("--pool", "pools", multiple=True, help="A pool to put it in; repeatable.")
+@json_option
+@click.pass_context
+def add_system(
+    ctx: click.Context,
+    fqdn: str,
+    lab: str,
+    arch: str | None,
+    attrs: tuple[str, ...],
+    pools: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Add a system to a lab (automated: it is offered to the queue at once)."""
+    body: dict[str, Any] = {"fqdn": fqdn, "lab": lab, "attributes": dict(map(attribute, attrs))}
+    if arch is not None:
+        body["arch"] = arch
+    if pools:
+        body["pools"] = list(pools)
+    added = api(ctx).post("/systems", body)
+    show(added, as_json, lambda d: f"added {d['fqdn']} to lab {d['lab']} ({d['usage']})")
+
+
+@system.command("list")
+@click.option("--lab", default=None, help="Only this lab's systems.")
+@click.option("--pool", default=None, help="Only this pool's systems.")
+@json_option
+@click.pass_context
+def list_systems(ctx: click.Context, lab: str | None, pool: str | None, as_json: bool) -> None:
+    """List systems with their condition and usage."""
+    systems = api(ctx).get("/systems", {"lab": lab, "pool": pool})
+
+    def render(data: dict[str, Any]) -> Any:
+        head = ["fqdn", "lab", "arch", "condition", "usage", "recipe", "pools", "attributes"]
+        return table(
+            head,
+            [
+                [
+                    s["fqdn"],
+                    s["lab"],
+                    s["arch"],
+                    s["condition"],
+                    s["usage"],
+                    s["recipe"],
+                    cell(s["pools"]),
+                    cell(s["attributes"]),
+                ]
+                for s in data["systems"]
+            ],
+        )
+
+    show(systems, as_json, render)
+
+
+@system.command("show")
+@click.argument("fqdn")
+@json_option
+@click.pass_context
+def show_system(ctx: click.Context, fqdn: str, as_json: bool) -> None:
+    """Show one system."""
+    found = api(ctx).get(f"/systems/{fqdn}")
+    keys = ["fqdn", "lab", "arch", "owner", "condition", "condition_reason", "usage", "recipe"]
+    show(found, as_json, lambda d: fields(d, [*keys, "pools", "attributes"]))
+
+
+@system.command("condition")
+@click.argument("fqdn")
+@click.argument("condition", metavar="CONDITION")
+@click.option("--reason", required=True, help="Why: kept with the change.")
+@json_option
+@click.pass_context
+def set_condition(
+    ctx: click.Context, fqdn: str, condition: str, reason: str, as_json: bool
+) -> None:
+    """Set a system's condition: automated, manual, broken or removed."""
+    known = [c.value for c in Condition]
+    if condition not in known:
+        raise InputError(
+            f"unknown condition {condition!r} (expected one of {', '.join(known)})",
+            place="CONDITION",
+        )
+    changed = api(ctx).post(
+        f"/systems/{fqdn}/condition", {"condition": condition, "reason": reason}
+    )
+
+    def render(d: dict[str, Any]) -> str:
+        if not d["changed"]:
+            return f"{d['fqdn']} was {d['condition']} already"
+        return f"{d['fqdn']} is now {d['condition']} ({d['usage']})"
+
+    show(changed, as_json, render)
+
+
+@system.command("history")
+@click.argument("fqdn")
+@json_option
+@click.pass_context
+def history(ctx: click.Context, fqdn: str, as_json: bool) -> None:
+    """A system's usage and condition history, oldest first."""
+    rows = api(ctx).get(f"/systems/{fqdn}/history")
+
+    def render(data: dict[str, Any]) -> Any:
+        return table(
+            ["usage", "condition", "recipe", "start", "end"],
+            [
+                [r["usage"], r["condition"], r["recipe"], when(r["start"]), when(r["end"])]
+                for r in data["history"]
+            ],
+        )
+
+    show(rows, as_json, render)
