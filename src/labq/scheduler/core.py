@@ -41,6 +41,7 @@ from labq.scheduler.entries import (
     ViabilityClass,
 )
 from labq.scheduler.index import ClassIndex, Queue, condition_allows
+from labq.scheduler.lending import lendable, spares
 from labq.scheduler.order import Rank, rank
 from labq.scheduler.placement import gang_match
 from labq.scheduler.retry import retry_decision
@@ -70,6 +71,11 @@ class Scheduler:
         self._now = 0.0
         self._epoch = 0  # bumped whenever the set of usable systems may change
         self._possible: dict[tuple[int, str], tuple[int, bool]] = {}
+        self._usable_memo: dict[tuple[str, str, str | None], bool] = {}
+        self._placements = 0  # bumped whenever a recipe gets or loses a system
+        self._cache: FreeTimes = {}
+        self._cache_version: tuple[int, int] = (-1, -1)
+        self._usable_epoch = 0
 
     # --- events ---------------------------------------------------------------
 
@@ -264,10 +270,20 @@ class Scheduler:
         """Start the set on free systems if it fits whole; else hold where allowed; else queue."""
         best: tuple[int, str, Placement] | None = None
         for lab in sorted(self.free):
-            placement = self._placement(entry, lab, self._available(lab))
-            if len(placement) == len(entry.unplaced()) and self._backfill_ok(entry, lab, placement):
+            cache = self._shared_cache()
+            available = self._available(lab)
+            lent = (
+                set()
+                if len(entry.unplaced()) <= len(available)
+                else lendable(self, entry, lab, cache)
+            )
+            placement = self._placement(entry, lab, available | lent, avoid=lent)
+            whole = len(placement) == len(entry.unplaced())
+            if whole and self._backfill_ok(entry, lab, placement, cache):
                 self._start(entry, lab, placement)
                 return
+            if lent:  # a hold never borrows
+                placement = self._placement(entry, lab, available)
             if placement and (best is None or len(placement) > best[0]):
                 best = (len(placement), lab, placement)
         if (
@@ -286,7 +302,13 @@ class Scheduler:
         return self.free[lab] | {f for f in self._pending if self.systems[f].lab == lab}
 
     def _placement(
-        self, entry: SetEntry, lab: str, available: set[str], *, rematch: bool = False
+        self,
+        entry: SetEntry,
+        lab: str,
+        available: set[str],
+        *,
+        rematch: bool = False,
+        avoid: set[str] | frozenset[str] = frozenset(),
     ) -> Placement:
         """A maximum matching of the set's recipes to ``available`` systems in ``lab``.
 
@@ -302,9 +324,12 @@ class Scheduler:
             by_class.setdefault(recipe.klass, []).append(recipe)
         candidates = {
             key: sorted(
-                f
-                for f in self.index.systems_of[key] & available
-                if self.systems[f].lab == lab and self._usable(self.systems[f], group[0], entry)
+                (
+                    f
+                    for f in self.index.systems_of[key] & available
+                    if self.systems[f].lab == lab and self._usable(self.systems[f], group[0], entry)
+                ),
+                key=lambda f: (f in avoid, f),  # free systems before borrowed ones
             )
             for key, group in by_class.items()
         }
@@ -318,11 +343,23 @@ class Scheduler:
     def _usable(
         self, system: SystemEntry, recipe: RecipeEntry, entry: SetEntry | None = None
     ) -> bool:
-        """Dynamic viability: condition and pool access (the class checked the rest)."""
+        """Dynamic viability: condition and pool access (the class checked the rest).
+
+        Remembered until a system or its condition changes (the ``_epoch``); the
+        access policy only changes by replacing the scheduler.
+        """
         entry = entry or self.sets[recipe.set_id]
-        if not condition_allows(system, self.index.classes[recipe.klass]):
-            return False
-        return self.policy.maximum(system.pools, entry.group) is not None
+        if self._usable_epoch != self._epoch:
+            self._usable_memo.clear()
+            self._usable_epoch = self._epoch
+        key = (system.fqdn, recipe.klass, entry.group)
+        known = self._usable_memo.get(key)
+        if known is None:
+            known = condition_allows(system, self.index.classes[recipe.klass]) and (
+                self.policy.maximum(system.pools, entry.group) is not None
+            )
+            self._usable_memo[key] = known
+        return known
 
     def _start(self, entry: SetEntry, lab: str, placement: Placement) -> None:
         self._bind(entry, lab, placement)
@@ -352,12 +389,18 @@ class Scheduler:
             system = self.systems[fqdn]
             if system.recipe is not None:
                 victim = self.recipes[system.recipe]
-                self._release(victim, f"taken by higher-ranked set {entry.id}")
-                self._settle_holder(self.sets[victim.set_id])
+                owner = self.sets[victim.set_id]
+                if self.rank_of(owner) > self.rank_of(entry):
+                    reason = f"lent to set {entry.id}, which ends before this set could start"
+                else:
+                    reason = f"taken by higher-ranked set {entry.id}"
+                self._release(victim, reason)
+                self._settle_holder(owner)
             self.free[lab].discard(fqdn)
             self._pending.discard(fqdn)
             system.recipe = recipe_id
             recipe.system = fqdn
+            self._placements += 1
             recipe.state = RecipeState.SCHEDULED
             self._out.append(d.Schedule(recipe_id, entry.id, fqdn))
 
@@ -387,6 +430,7 @@ class Scheduler:
         assert fqdn is not None
         self.systems[fqdn].recipe = None
         recipe.system = None
+        self._placements += 1
         recipe.state = RecipeState.ASSIGNED
         self._out.append(d.Release(recipe.id, recipe.set_id, fqdn, reason))
         self.queue.push(self.sets[recipe.set_id], recipe.klass)
@@ -472,6 +516,7 @@ class Scheduler:
         if fqdn is None:
             return
         recipe.system = None
+        self._placements += 1
         system = self.systems[fqdn]
         system.recipe = None
         if system.condition is not Condition.REMOVED:
@@ -511,7 +556,7 @@ class Scheduler:
         first: Choice | None = None
         backfill: Choice | None = None
         looked = 0
-        cache: FreeTimes = {}
+        cache = self._shared_cache()
         try:
             for entry, key in candidates:
                 choice = self._consider(system, entry, key, lab, cache)
@@ -550,6 +595,14 @@ class Scheduler:
             return False
         return True
 
+    def _shared_cache(self) -> FreeTimes:
+        """Free times and lendable systems worked out this event, while no placement changed."""
+        version = (self._placements, self._epoch)
+        if self._cache_version != version:
+            self._cache = {}
+            self._cache_version = version
+        return self._cache
+
     def _completes_with(self, entry: SetEntry, lab: str, system: SystemEntry) -> bool:
         """Whether the set could start now with this system and the lab's free ones."""
         missing = len(entry.unplaced())
@@ -581,11 +634,17 @@ class Scheduler:
             return None
         if entry.id in self.holders[lab]:
             return ("grow", entry, {recipe.id: system.fqdn})
-        if "available" not in cache:  # the lab's free systems, once per offer
-            cache["available"] = self._available(lab) | {system.fqdn}
-        available = cache["available"]
+        if ("available", system.fqdn) not in cache:  # the lab's free systems, once per offer
+            cache[("available", system.fqdn)] = self._available(lab) | {system.fqdn}
+        available = cache[("available", system.fqdn)]
+        lent: set[str] = set()
+        if len(unplaced) > len(available):  # free systems are not enough: can it borrow?
+            spare = sum(len(v) for v in spares(self, lab, cache).values())
+            if len(unplaced) <= len(available) + spare:
+                lent = lendable(self, entry, lab, cache)
+                available = available | lent
         if len(unplaced) <= len(available):  # else it cannot fit: skip the matching
-            placement = self._placement(entry, lab, available)
+            placement = self._placement(entry, lab, available, avoid=lent)
             whole = len(placement) == len(unplaced) and system.fqdn in placement.values()
             if whole and self._backfill_ok(entry, lab, placement, cache):
                 return ("start", entry, placement)
@@ -611,6 +670,7 @@ class Scheduler:
         if now < self._now:
             raise ValueError(f"time went backwards: {now} < {self._now}")
         self._now = now
+        self._cache_version = (-1, -1)  # times computed at another instant are stale
         self._out = []
 
     def _finish(self) -> list[d.Decision]:

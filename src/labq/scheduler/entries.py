@@ -18,7 +18,7 @@ class SchedulerConfig:
     retry_hard_limit: int = 3
     holds_per_lab: int = 2
     holds_max_age: float | None = None  # seconds a set may hold systems without starting
-    backfill_depth: int = 50  # candidates looked at past the first when seeking a backfill
+    backfill_depth: int = 32  # candidates looked at past the first when seeking a backfill
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class SystemEntry:
     recipe: int | None = None  # the recipe that holds it
 
 
-@dataclass
+@dataclass(eq=False)
 class RecipeEntry:
     """One recipe of a set."""
 
@@ -59,6 +59,14 @@ class RecipeEntry:
     role: str | None = None
     state: RecipeState = RecipeState.NEW
     system: str | None = None
+    owner: SetEntry | None = field(default=None, repr=False)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        object.__setattr__(self, name, value)
+        if name == "system":
+            owner = self.__dict__.get("owner")
+            if owner is not None:
+                owner.placement_changed()
 
 
 @dataclass
@@ -81,6 +89,17 @@ class SetEntry:
     finished: bool = False
     weight: float = 0.0  # the predictive weight (seed 004); 0 until that issue
     version: int = field(default=0)  # bumped when its place in the queue changes
+    _unplaced: list[RecipeEntry] | None = field(default=None, repr=False, compare=False)
+    _wanted: dict[str, int] | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for recipe in self.recipes:
+            recipe.owner = self
+
+    def placement_changed(self) -> None:
+        """A recipe got or lost its system: forget what was worked out from placements."""
+        self._unplaced = None
+        self._wanted = None
 
     @property
     def started(self) -> bool:
@@ -93,8 +112,19 @@ class SetEntry:
         return not self.finished and self.started_at is None
 
     def unplaced(self) -> list[RecipeEntry]:
-        """Recipes without a system yet."""
-        return [r for r in self.recipes if r.system is None]
+        """Recipes without a system yet (do not change the list)."""
+        if self._unplaced is None:
+            self._unplaced = [r for r in self.recipes if r.system is None]
+        return self._unplaced
+
+    def wants(self, klass: str) -> bool:
+        """Whether a recipe of this class still has no system."""
+        if self._wanted is None:
+            counts: dict[str, int] = {}
+            for recipe in self.unplaced():
+                counts[recipe.klass] = counts.get(recipe.klass, 0) + 1
+            self._wanted = counts
+        return klass in self._wanted
 
     def placed(self) -> list[RecipeEntry]:
         """Recipes holding a system."""

@@ -131,9 +131,14 @@ class Queue:
 
     def __init__(self) -> None:
         self._buckets: dict[str, dict[str, dict[int, list[HeapItem]]]] = {}
+        self._live: set[tuple[int, str, int]] = set()  # (set, class, version) in a heap
 
     def push(self, entry: SetEntry, klass: str) -> None:
-        """Put a waiting set in the heap for one of its classes."""
+        """Put a waiting set in the heap for one of its classes (once)."""
+        live = (entry.id, klass, entry.version)
+        if live in self._live:
+            return
+        self._live.add(live)
         group = entry.group or EVERYBODY
         heap = (
             self._buckets.setdefault(klass, {})
@@ -195,6 +200,7 @@ class Queue:
             entry = sets.get(set_id)
             if entry is None or not _still_wants(entry, version, where[0]):
                 heapq.heappop(heap)  # stale: gone, re-keyed, or placed in this class
+                self._live.discard((set_id, where[0], version))
                 continue
             key: OrderKey = order_key(entry, cap, now, config)
             negated: tuple[float, ...] = tuple(
@@ -206,6 +212,4 @@ class Queue:
 
 
 def _still_wants(entry: SetEntry, version: int, klass: str) -> bool:
-    if not entry.waiting or entry.version != version:
-        return False
-    return any(r.klass == klass and r.system is None for r in entry.recipes)
+    return entry.waiting and entry.version == version and entry.wants(klass)

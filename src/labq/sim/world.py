@@ -256,10 +256,13 @@ class World:
             if recipe.state is RecipeState.INSTALLING:
                 self._move(recipe.id, RecipeState.RUNNING)
 
-    def finish_set(self, set_id: int, token: int) -> None:
-        """The set's time is up: each recipe ends as its outcome says."""
+    def finish_set(self, set_id: int, token: int, stopped: bool = False) -> None:
+        """The set's time is up (each recipe ends as its outcome says) or it was stopped."""
         run = self.sets[set_id]
         if token != run.finish_token or run.finished_at is not None:
+            return
+        if stopped:
+            self._cancel_running(run)
             return
         outcomes = {}
         for recipe in run.recipes:
@@ -284,9 +287,14 @@ class World:
         return RecipeState.COMPLETED, Result.PASS
 
     def _stop(self, run: SetRun) -> None:
+        """Stop a running set. It ends as an event of its own at this instant: the
+        policy must not hear of it while the rest of its current decisions wait."""
         if run.finished_at is not None:
             return
         run.finish_token += 1
+        self.at(self.now, FINISH, run.id, run.finish_token, True)
+
+    def _cancel_running(self, run: SetRun) -> None:
         outcomes = {}
         for recipe in run.recipes:
             outcomes[recipe.id] = RecipeState.CANCELLED
