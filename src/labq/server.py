@@ -1,16 +1,27 @@
-"""``labq server``: the HTTP API, the scheduler and the dispatcher in one process."""
+"""``labq server``: the HTTP API, the scheduler and the dispatcher in one process.
+
+On SQLite the process always leads: it schedules and dispatches from the start.
+On PostgreSQL every server serves the API, and the one that holds the advisory
+lock (:mod:`labq.service.leader`) also schedules and dispatches; the others
+forward their API's events by ``NOTIFY`` and take over when the leader dies.
+"""
 
 from __future__ import annotations
 
 import logging
 import socket
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 
 from sqlalchemy.engine import Engine
 
+from labq.api.events import QueueRow
 from labq.config import Settings
 from labq.dispatch.dispatcher import Dispatcher
-from labq.service.loop import SchedulerService
+from labq.service import bridge
+from labq.service.leader import Leadership
+from labq.service.loop import SchedulerService, utcnow
+from labq.service.notify import EventRouter, Listener, conninfo
 from labq.store import database, reading
 
 log = logging.getLogger("labq.server")
@@ -22,34 +33,77 @@ class Server:
 
     url: str
     engine: Engine
-    service: SchedulerService
-    dispatcher: Dispatcher
+    settings: Settings
+    events: EventRouter
+    leadership: Leadership | None = None  # None on SQLite: this process always leads
+    listener: Listener | None = None
+    scheduler: SchedulerService | None = None  # while this process leads
+    dispatcher: Dispatcher | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def lead(self) -> None:
+        """Become the scheduler: adopt or start supervisors, rebuild from the database."""
+        with self._lock:
+            holder: list[SchedulerService] = []
+            dispatcher = Dispatcher(
+                self.url, self.settings, lambda set_id, code: holder[0].set_finished(set_id, code)
+            )
+            service = SchedulerService(self.engine, self.settings, dispatcher)
+            holder.append(service)
+            self.scheduler, self.dispatcher = service, dispatcher
+            # Supervisors first: a dead one's end is queued and handled after the rebuild.
+            _adopt(self.engine, dispatcher)
+            self.events.service = service  # events queue from here on, handled after start
+            service.start()
+            log.info("scheduling: %d sets running", len(dispatcher.running()))
+
+    def step_down(self) -> None:
+        """Stop scheduling; supervisors keep running for the next leader to adopt."""
+        with self._lock:
+            self.events.service = None
+            if self.scheduler is not None:
+                self.scheduler.stop()
+            if self.dispatcher is not None:
+                self.dispatcher.shutdown()
+            self.scheduler = self.dispatcher = None
+
+    @property
+    def service(self) -> EventRouter:
+        """What the API tells (kept under its old name for callers such as ``labq demo``)."""
+        return self.events
 
     def close(self) -> None:
-        """Stop scheduling; supervisors keep running and are adopted on the next start."""
-        self.service.stop()
-        self.dispatcher.shutdown()
+        """Stop listening and scheduling, and let go of the leadership."""
+        if self.leadership is not None:
+            self.leadership.stop()  # steps down through on_lost
+        if self.listener is not None:
+            self.listener.stop()
+        self.step_down()
         self.engine.dispose()
 
 
 def assemble(settings: Settings, url: str | None = None) -> Server:
-    """Upgrade the database, rebuild the scheduler, adopt or start supervisors."""
+    """Upgrade the database and start leading (SQLite) or campaigning (PostgreSQL)."""
     url = url or settings.database or database.default_url()
     database.upgrade(url)
     engine = database.make_engine(url)
-    holder: list[SchedulerService] = []
-    dispatcher = Dispatcher(
-        url, settings, lambda set_id, code: holder[0].set_finished(set_id, code)
-    )
-    service = SchedulerService(engine, settings, dispatcher)
-    holder.append(service)
-    service.start()
-    _adopt(engine, dispatcher, service)
-    return Server(url, engine, service, dispatcher)
+    sqlite = engine.dialect.name == "sqlite"
+    events = EventRouter(None if sqlite else engine, lambda: _standby_queue(engine, settings))
+    server = Server(url, engine, settings, events)
+    if sqlite:
+        server.lead()
+        return server
+    # LISTEN before campaigning: whatever is committed later reaches the leader,
+    # and whatever was committed before is in the database its rebuild reads.
+    server.listener = Listener(url, events.deliver)
+    server.listener.start()
+    server.leadership = Leadership(conninfo(url), on_elected=server.lead, on_lost=server.step_down)
+    server.leadership.start()
+    return server
 
 
-def _adopt(engine: Engine, dispatcher: Dispatcher, service: SchedulerService) -> None:
-    """Supervisors of this host that outlived the last server are watched again;
+def _adopt(engine: Engine, dispatcher: Dispatcher) -> None:
+    """Supervisors of this host that outlived the last leader are watched again;
     started sets nobody supervises are handed to new supervisors."""
     here = socket.gethostname()
     with reading(engine) as repo:
@@ -61,7 +115,15 @@ def _adopt(engine: Engine, dispatcher: Dispatcher, service: SchedulerService) ->
         log.info("set %s: its supervisor is gone", set_id)
     for set_id in unsupervised:
         dispatcher.start(set_id)
-    del service  # the dispatcher reports ends to the service through its callback
+
+
+def _standby_queue(engine: Engine, settings: Settings) -> list[QueueRow]:
+    """The queue as a standby sees it: a scheduler rebuilt from the database, for reading."""
+    from labq.service.queueview import rows
+
+    with reading(engine) as repo:
+        core = bridge.rebuild(repo, settings.scheduler())
+    return rows(core, utcnow())
 
 
 def serve(settings: Settings, url: str | None, host: str, port: int) -> None:
@@ -73,7 +135,7 @@ def serve(settings: Settings, url: str | None, host: str, port: int) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     server = assemble(settings, url)
     try:
-        app = create_app(server.engine, settings, server.service)
+        app = create_app(server.engine, settings, server.events)
         uvicorn.run(app, host=host, port=port, log_level="info")
     finally:
         server.close()

@@ -19,11 +19,19 @@ log = logging.getLogger("labq.api")
 
 @router.get("/health")
 def health(state: StateDep) -> dict[str, Any]:
-    """``ok`` when the database answers; 503 when it does not."""
+    """``ok`` when the database answers; 503 when it does not.
+
+    ``scheduler`` says whether this server schedules (``leader``) or only serves
+    the API (``standby``), when its events object knows.
+    """
     try:
         with reading(state.engine) as repo:
             repo.conn.execute(text("SELECT 1"))
     except SQLAlchemyError as exc:
         log.warning("health: database unreachable: %s", type(exc).__name__)
         raise ApiError(503, "the database does not answer") from None
-    return {"status": "ok", "database": "ok"}
+    body: dict[str, Any] = {"status": "ok", "database": "ok"}
+    role = getattr(state.events, "role", None)
+    if callable(role):
+        body["scheduler"] = role()
+    return body

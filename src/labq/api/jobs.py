@@ -19,6 +19,8 @@ from labq.api.errors import ApiError
 from labq.api.events import tell
 from labq.api.jobviews import job_json, job_summary, log_files, results_json
 from labq.api.schemas import Body, PriorityLabel, Reason
+from labq.dispatch.workspace import RefError, resolve_ref
+from labq.domain.job import JobSpec
 from labq.domain.model import User
 from labq.domain.priority import Priority
 from labq.domain.states import RecipeState
@@ -86,7 +88,7 @@ def submit_job(
     text = decode_document(body, source="job", limit=app.settings.server.max_body_bytes)
     if chosen == "auto":
         chosen = detect_format(text)
-    spec = parse_job(text, source="job", fmt=chosen)
+    spec = _pin_ref(parse_job(text, source="job", fmt=chosen))
     with transaction(app.engine) as repo:
         user = repo.get_user(caller.name)
         group = spec.group
@@ -95,6 +97,22 @@ def submit_job(
         job_id = repo.submit_job(spec, owner=user.name, now=app.clock(), source_format=chosen)
     tell(lambda: app.events.job_submitted(job_id))
     return {"id": job_id, "format": chosen, "url": f"/api/v1/jobs/{job_id}"}
+
+
+def _pin_ref(spec: JobSpec) -> JobSpec:
+    """A job's ``ref`` branch resolved to the commit every recipe will run (422 if it cannot be).
+
+    A commit the job names itself is kept. Resolved before the transaction: asking
+    the repository may take seconds, and no write lock is held meanwhile.
+    """
+    ref = spec.ref
+    if ref is None or ref.commit is not None:
+        return spec
+    try:
+        commit = resolve_ref(ref.repo, ref.branch)
+    except RefError as exc:
+        raise ApiError(422, f"cannot pin ref: {exc}", place="ref") from None
+    return spec.model_copy(update={"ref": ref.model_copy(update={"commit": commit})})
 
 
 @router.get("")

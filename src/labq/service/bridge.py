@@ -69,7 +69,9 @@ def resume(repo: Repository, scheduler: Scheduler, *, now: datetime) -> list[d.S
     Both exist only when the service stopped between a commit and the event
     that should have followed it.
     """
-    unseen = [_submission(u) for u in repo.unfinished_sets() if _unseen(u)]
+    unseen = [
+        _submission(u) for u in repo.unfinished_sets() if _unseen(u) and u.id not in scheduler.sets
+    ]
     out = settle(repo, scheduler, scheduler.submit(unseen, epoch(now)), now=now)
     pending = offer(scheduler, repo.pending_systems(), epoch(now))
     return out + settle(repo, scheduler, pending, now=now)
@@ -119,9 +121,14 @@ def settle(
 def submit_job(
     repo: Repository, scheduler: Scheduler, job_id: int, *, now: datetime
 ) -> list[d.Start | d.Stop]:
-    """The new-job event for a stored job: its unfinished sets go to the core, settled."""
+    """The new-job event for a stored job: its unfinished sets go to the core, settled.
+
+    Sets the core knows already are left alone, so a repeated event is a no-op.
+    """
     with repo.atomic():
-        sets = [s.id for s in repo.load_job(job_id).current_sets]
+        sets = [s.id for s in repo.load_job(job_id).current_sets if s.id not in scheduler.sets]
+        if not sets:
+            return []
         subs = submissions(repo, sets)
         return settle(repo, scheduler, scheduler.submit(subs, epoch(now)), now=now)
 

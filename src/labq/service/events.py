@@ -32,10 +32,17 @@ def decide(
     if event.kind == "priority":
         return _priority(repo, core, int(event.key or 0), now)
     if event.kind == "system":
+        if str(event.key) in core.systems:  # told twice (direct call and NOTIFY, a rebuild)
+            return []
         entry = bridge.system_entry(repo.get_system(str(event.key)))
         return bridge.settle(repo, core, core.add_system(entry, at), now=now)
     if event.kind == "condition":
         system = repo.get_system(str(event.key))
+        if system.fqdn not in core.systems:  # its system-added event was lost
+            entry = bridge.system_entry(system)
+            return bridge.settle(repo, core, core.add_system(entry, at), now=now)
+        if core.systems[system.fqdn].condition is system.condition:
+            return []
         return bridge.settle(
             repo, core, core.change_condition(system.fqdn, system.condition, at), now=now
         )
@@ -112,10 +119,13 @@ def consistency(
     timeout = timedelta(seconds=service.settings.health.heartbeat_timeout)
     out: Actions = []
     for set_id in repo.stale_supervisors(older_than=now - timeout):
-        out.append(d.Stop(set_id, "the supervisor stopped heart-beating"))
+        reason = "the supervisor stopped heart-beating"
+        repo.request_stop(set_id, reason)  # recorded, and a supervisor that wakes up stops
+        out.append(d.Stop(set_id, reason))
         view = repo.get_recipe_set(set_id)
         outcomes = {r.id: RecipeState.ABORTED for r in view.recipes if not r.state.is_final}
-        reason = "the supervisor stopped heart-beating"
         out += bridge.finish(repo, core, set_id, now=now, outcomes=outcomes, reason=reason)
         out += _mark_broken(service, repo, core, view.recipes, now)
-    return out + bridge.settle(repo, core, core.consistency_pass(epoch(now)), now=now)
+    out += bridge.settle(repo, core, core.consistency_pass(epoch(now)), now=now)
+    # events lost between processes (a NOTIFY nobody heard): new sets and pending systems
+    return out + bridge.resume(repo, core, now=now)

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
+from typing import Final, Protocol
 
 from sqlalchemy.engine import Engine
 
@@ -28,6 +28,9 @@ from labq.service import bridge
 from labq.store import Repository, transaction
 
 log = logging.getLogger("labq.scheduler")
+
+JOB_EVENTS: Final = frozenset({"submit", "cancel", "priority"})  # keyed by a job id
+KINDS: Final = JOB_EVENTS | {"system", "condition", "access"}  # what the API can tell
 
 
 class Dispatcher(Protocol):
@@ -114,6 +117,12 @@ class SchedulerService:
     def access_changed(self) -> None:
         self._events.put(Event("access"))
 
+    def post(self, kind: str, key: int | str | None = None) -> None:
+        """Queue an event by name (from another process: ``labq.service.notify``)."""
+        if kind not in KINDS and kind != "consistency":
+            raise ValueError(f"unknown scheduler event {kind!r}")
+        self._events.put(Event(kind, key))
+
     def queue_view(self) -> list[QueueRow]:
         """Waiting sets in rank order, with the reason for each place."""
         from labq.service.queueview import rows
@@ -143,6 +152,9 @@ class SchedulerService:
                 next_pass = self.clock() + timedelta(seconds=every)
             elif event.done is not None:
                 event.done.set()
+            elif event.kind == "consistency":
+                self._handle(event)
+                next_pass = self.clock() + timedelta(seconds=every)
             elif event.kind != "wake":
                 self._handle(event)
 
