@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import signal
 import socket
@@ -92,7 +93,8 @@ def server(database_url, tmp_path):
         assert proc.poll() is None, (tmp_path / "server.log").read_text()
         assert time.monotonic() < deadline, "the server did not come up"
         time.sleep(0.2)
-    yield client, tmp_path / "data"
+    cli_env = {**env, "LABQ_URL": f"http://127.0.0.1:{port}", "LABQ_TOKEN": token}
+    yield client, tmp_path / "data", cli_env
     client.close()
     proc.send_signal(signal.SIGTERM)
     try:
@@ -113,14 +115,26 @@ def wait_for(client, job_id, states=("completed", "aborted", "cancelled"), timeo
     raise AssertionError(f"job {job_id} still {job['state']}")
 
 
-def test_a_two_host_job_runs_to_completion(server):
-    client, data = server
-    assert client.post("/labs", json={"name": "lab1"}).status_code == 201
+def cli(env, *args):
+    result = subprocess.run(
+        [*labq_command(), *args], env=env, capture_output=True, text=True, check=False, timeout=120
+    )
+    assert "Traceback" not in result.stderr
+    return result
+
+
+def test_a_two_host_job_runs_to_completion(server, tmp_path):
+    client, data, env = server
+    assert cli(env, "lab", "add", "lab1").returncode == 0
     for fqdn in ("a.lab1", "b.lab1"):
-        assert client.post("/systems", json={"fqdn": fqdn, "lab": "lab1"}).status_code == 201
-    created = client.post("/jobs", content=JOB, headers={"Content-Type": "application/yaml"})
-    assert created.status_code == 201, created.text
-    job = wait_for(client, created.json()["id"])
+        added = cli(env, "system", "add", fqdn, "--lab", "lab1", "--attr", "memory_mb=4096")
+        assert added.returncode == 0, added.stderr
+    job_file = tmp_path / "two-hosts.yaml"
+    job_file.write_text(JOB)
+    submitted = cli(env, "job", "submit", str(job_file), "--wait", "--json")
+    assert submitted.returncode == 0, submitted.stderr
+    job_id = json.loads(submitted.stdout)["id"]
+    job = wait_for(client, job_id)
     assert job["state"] == "completed"
     assert job["result"] == "pass"
     (rs,) = job["sets"]
@@ -129,14 +143,19 @@ def test_a_two_host_job_runs_to_completion(server):
     # each role's FQDNs reached the other recipe's task, and the logs were archived
     logs = {p.name: p.read_text() for p in (data / "logs").rglob("task-*.log")}
     text_ = "\n".join(logs.values())
-    assert "client is " in text_
-    assert "server is " in text_
     server_fqdn = next(r["system"] for r in rs["recipes"] if r["tasks"][0]["id"] == 1)
     client_fqdn = (systems - {server_fqdn}).pop()
     assert f"client is {client_fqdn}" in text_
     assert f"server is {server_fqdn}" in text_
-    # the systems went back to idle, and their usage history shows the whole life
-    # the recipes end first; the systems go idle once the scheduler has heard the set end
+    listed = client.get(f"/jobs/{job_id}/logs").json()
+    assert listed  # the API lists the archived logs too
+    # the file the server's task wrote is in its workspace
+    assert (data / "workspaces" / server_fqdn / "hello.txt").read_text().startswith("I am ")
+    # every recipe went through the whole lifecycle, in order
+    for recipe in client.get(f"/jobs/{job_id}/history").json()["recipes"]:
+        states = [h["state"] for h in recipe["history"]]
+        assert states == ["new", "scheduled", "waiting", "installing", "running", "completed"]
+    # the systems go idle once the scheduler has heard the set end; their history shows all
     deadline = time.monotonic() + 20
     while {client.get(f"/systems/{f}").json()["usage"] for f in systems} != {"idle"}:
         assert time.monotonic() < deadline, "the systems were not released"
@@ -146,3 +165,4 @@ def test_a_two_host_job_runs_to_completion(server):
         usages = [row["usage"] for row in history]
         for usage in ("scheduled", "waiting", "installing", "running", "idle"):
             assert usage in usages
+        assert usages.index("scheduled") < usages.index("running") < len(usages)

@@ -144,6 +144,27 @@ def show_job(job_id: int, app: StateDep, _: UserDep) -> dict[str, Any]:
         return job_json(repo.load_job(job_id))
 
 
+@router.get("/{job_id}/history")
+def job_history(job_id: int, app: StateDep, _: UserDep) -> dict[str, Any]:
+    """Every state each recipe went through, with when and why."""
+    with reading(app.engine) as repo:
+        job = repo.load_job(job_id)
+        recipes = [
+            {
+                "id": recipe.id,
+                "set": rset.id,
+                "system": recipe.system,
+                "history": [
+                    {"state": h.state.value, "at": h.at, "reason": h.reason}
+                    for h in repo.recipe_history(recipe.id)
+                ],
+            }
+            for rset in job.sets
+            for recipe in rset.recipes
+        ]
+    return {"id": job_id, "recipes": recipes}
+
+
 @router.get("/{job_id}/results")
 def job_results(job_id: int, app: StateDep, _: UserDep) -> dict[str, Any]:
     """Results of every recipe and task."""
