@@ -44,12 +44,13 @@ class Server:
     def lead(self) -> None:
         """Become the scheduler: adopt or start supervisors, rebuild from the database."""
         with self._lock:
-            holder: list[SchedulerService] = []
-            dispatcher = Dispatcher(
-                self.url, self.settings, lambda set_id, code: holder[0].set_finished(set_id, code)
-            )
+            service: SchedulerService  # the closure below reads it once it exists
+
+            def finished(set_id: int, code: int | None) -> None:
+                service.set_finished(set_id, code)
+
+            dispatcher = Dispatcher(self.url, self.settings, finished)
             service = SchedulerService(self.engine, self.settings, dispatcher)
-            holder.append(service)
             self.scheduler, self.dispatcher = service, dispatcher
             # Supervisors first: a dead one's end is queued and handled after the rebuild.
             _adopt(self.engine, dispatcher)

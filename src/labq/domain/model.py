@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -126,11 +126,3 @@ def is_viable(
     if policy.maximum(system.pools, group) is None:
         return False
     return matches(requirement, system.facts())
-
-
-def systems_by_lab(systems: Iterable[System]) -> Mapping[str, list[System]]:
-    """Systems grouped by lab, in the order given."""
-    out: dict[str, list[System]] = {}
-    for system in systems:
-        out.setdefault(system.lab, []).append(system)
-    return out

@@ -55,11 +55,6 @@ class UsageHistory:
         self.rows.append(row)
         return row
 
-    def current(self, system: str) -> UsageRecord | None:
-        """The system's open row."""
-        index = self._open.get(system)
-        return None if index is None else self.rows[index]
-
     def of(self, system: str) -> list[UsageRecord]:
         """Every row of one system, oldest first."""
         return [r for r in self.rows if r.system == system]

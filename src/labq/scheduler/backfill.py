@@ -48,19 +48,6 @@ def delays_a_holder(
     return False
 
 
-def earliest_start(
-    s: Scheduler, holder: SetEntry, lab: str, as_free: Set[str] = frozenset()
-) -> float:
-    """The soonest the holder could have all its systems: the time enough of them can be free.
-
-    A running set with a declared maximum time frees its system by its end; one
-    without could end any moment, so it counts as free now (this is a lower
-    bound, which keeps backfill from ever delaying the holder). Systems in
-    ``as_free`` (the ones a backfill candidate would take) count as free now.
-    """
-    return start_given(free_times(s, holder, lab), len(holder.unplaced()), s.now, as_free)
-
-
 FreeTimes = list[tuple[float, str]]
 
 

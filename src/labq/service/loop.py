@@ -25,6 +25,8 @@ from labq.config import Settings
 from labq.scheduler import decisions as d
 from labq.scheduler.core import Scheduler
 from labq.service import bridge
+from labq.service import events as handlers
+from labq.service.queueview import rows
 from labq.store import Repository, transaction
 
 log = logging.getLogger("labq.scheduler")
@@ -125,8 +127,6 @@ class SchedulerService:
 
     def queue_view(self) -> list[QueueRow]:
         """Waiting sets in rank order, with the reason for each place."""
-        from labq.service.queueview import rows
-
         with self.lock:
             if self.core is None:
                 return []
@@ -174,8 +174,6 @@ class SchedulerService:
     def _decide(
         self, repo: Repository, core: Scheduler, event: Event, now: datetime
     ) -> list[d.Start | d.Stop]:
-        from labq.service import events as handlers
-
         return handlers.decide(self, repo, core, event, now)
 
     def _act(self, actions: list[d.Start | d.Stop]) -> None:

@@ -12,18 +12,21 @@ from labq.scheduler.entries import SetEntry
 from labq.scheduler.order import aged_priority
 from labq.store import epoch
 
+Caps = dict[tuple[str, str], Priority | None]
+
 
 def rows(core: Scheduler, now: datetime) -> list[QueueRow]:
     """Every waiting set, best rank first."""
     at = epoch(now)
     waiting = [s for s in core.sets.values() if s.waiting]
     waiting.sort(key=core.rank_of, reverse=True)
-    return [_row(core, entry, position, at) for position, entry in enumerate(waiting, 1)]
+    caps: Caps = {}  # runs under the scheduler's lock: work out each (class, group) once
+    return [_row(core, entry, position, at, caps) for position, entry in enumerate(waiting, 1)]
 
 
-def _row(core: Scheduler, entry: SetEntry, position: int, at: float) -> QueueRow:
+def _row(core: Scheduler, entry: SetEntry, position: int, at: float, caps: Caps) -> QueueRow:
     nominal = aged_priority(entry, at, core.config)
-    cap = _best_cap(core, entry)
+    cap = _best_cap(core, entry, caps)
     effective = None if cap is None else min(nominal, cap).label
     placed = len(entry.placed())
     hold = f"holding {placed} of {len(entry.recipes)} in {entry.lab}" if placed else "none"
@@ -39,14 +42,23 @@ def _row(core: Scheduler, entry: SetEntry, position: int, at: float) -> QueueRow
     )
 
 
-def _best_cap(core: Scheduler, entry: SetEntry) -> Priority | None:
+def _best_cap(core: Scheduler, entry: SetEntry, caps: Caps) -> Priority | None:
     """The highest cap the set's group has on any system one of its recipes could use."""
-    best: Priority | None = None
-    for recipe in entry.recipes:
-        for fqdn in core.index.systems_of.get(recipe.klass, ()):
-            cap = core.policy.maximum(core.systems[fqdn].pools, entry.group or EVERYBODY)
+    group = entry.group or EVERYBODY
+    found = [_class_cap(core, klass, group, caps) for klass in {r.klass for r in entry.recipes}]
+    known = [cap for cap in found if cap is not None]
+    return max(known) if known else None
+
+
+def _class_cap(core: Scheduler, klass: str, group: str, caps: Caps) -> Priority | None:
+    key = (klass, group)
+    if key not in caps:
+        best: Priority | None = None
+        for fqdn in core.index.systems_of.get(klass, ()):
+            cap = core.policy.maximum(core.systems[fqdn].pools, group)
             if cap is not None and (best is None or cap > best):
                 best = cap
                 if best is Priority.URGENT:
-                    return best
-    return best
+                    break
+        caps[key] = best
+    return caps[key]

@@ -17,7 +17,7 @@ from typing import Any
 from labq.domain.lifecycle import Ledger
 from labq.domain.model import AccessPolicy, System
 from labq.domain.priority import Priority
-from labq.domain.requirements import ANY_SYSTEM, Requirement
+from labq.domain.requirements import Requirement
 from labq.domain.states import Condition, RecipeState, Result, Usage
 from labq.scheduler import decisions as d
 from labq.scheduler.entries import RecipeSubmission, SetSubmission, SystemEntry
@@ -341,6 +341,3 @@ class World:
     def waiting(self) -> list[SetRun]:
         """Sets submitted that never started nor finished."""
         return [r for r in self.sets.values() if r.started_at is None and r.finished_at is None]
-
-
-DEFAULT_REQUIREMENT = ANY_SYSTEM

@@ -1,0 +1,38 @@
+"""The queue as people see it, computed from a real core."""
+
+from datetime import UTC, datetime
+
+from labq.domain.model import AccessPolicy
+from labq.domain.priority import Priority
+from labq.domain.requirements import parse
+from labq.scheduler.core import Scheduler
+from labq.scheduler.entries import RecipeSubmission, SchedulerConfig, SetSubmission, SystemEntry
+from labq.service.queueview import rows
+
+
+def test_rows_follow_rank_and_explain_effective_priority_and_holds():
+    policy = AccessPolicy()
+    policy.allow("perf", "qe", Priority.URGENT)
+    policy.allow("perf", "everybody", Priority.MEDIUM)
+    core = Scheduler(SchedulerConfig(aging_bump_after=None), policy)
+    for fqdn in ("a", "b"):
+        facts = {"fqdn": fqdn, "lab": "lab1", "pool": frozenset({"perf"})}
+        core.add_system(SystemEntry(fqdn, "lab1", facts, frozenset({"perf"})), 0)
+    any_system = parse({})
+    core.submit([SetSubmission(1, 1, (RecipeSubmission(10, any_system),) * 1, submitted=0)], 0)
+    core.submit([SetSubmission(2, 2, (RecipeSubmission(20, any_system),), submitted=0)], 0)
+    # both systems busy now; a wide urgent set of another group holds nothing yet
+    wide = tuple(RecipeSubmission(30 + i, any_system) for i in range(2))
+    core.submit([SetSubmission(3, 3, wide, priority=Priority.URGENT, submitted=5)], 5)
+    core.submit(
+        [SetSubmission(4, 4, (RecipeSubmission(40, any_system),), group="qe", submitted=6)], 6
+    )
+    now = datetime.fromtimestamp(100, UTC)
+    table = rows(core, now)
+    assert [r.set_id for r in table] == [3, 4]  # rank: urgent first, then FIFO
+    urgent, qe = table
+    assert (urgent.nominal, urgent.effective) == ("urgent", "medium")  # capped on pool perf
+    assert (qe.nominal, qe.effective) == ("normal", "normal")
+    assert urgent.age_s == 95
+    assert urgent.hold == "none"
+    assert [r.position for r in table] == [1, 2]
