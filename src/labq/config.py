@@ -14,6 +14,7 @@ import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from labq.domain.job import PriorityField
+from labq.domain.locks import DEFAULT_LEVELS
 from labq.domain.priority import Priority
 from labq.errors import InputError
 from labq.formats.source import LineMap, load_yaml, read_document, validation_error
@@ -73,14 +74,36 @@ class Server(_Section):
     max_body_bytes: Annotated[int, Field(gt=0)] = 1024 * 1024
 
 
-def scheduler_config(aging: Aging, retry: Retry, holds: Holds) -> SchedulerConfig:
+class Queue(_Section):
+    """The predictive queue (seed 004) and the running limits."""
+
+    predictive: bool = True  # False: every weight is 0, the queue is FIFO within a priority
+    spv_base: Annotated[float, Field(ge=0)] = 1.0
+    tick: Annotated[float, Field(gt=0)] = 30.0  # seconds per tick of age
+    aging_ticks: Annotated[int, Field(ge=1)] = 30  # K: after K ticks every weight is 0
+    lock_levels: tuple[str, ...] = DEFAULT_LEVELS
+    running_limit: Annotated[int, Field(ge=1)] | None = None  # sets waiting/installing/running
+    lab_running_limits: dict[str, Annotated[int, Field(ge=1)]] = Field(default_factory=dict)
+
+
+def scheduler_config(
+    aging: Aging, retry: Retry, holds: Holds, queue: Queue | None = None
+) -> SchedulerConfig:
     """The core's configuration from the policy sections (the service's and a scenario's)."""
+    queue = queue or Queue()
     return SchedulerConfig(
         aging_bump_after=aging.bump_after,
         aging_ceiling=aging.ceiling,
         retry_hard_limit=retry.hard_limit,
         holds_per_lab=holds.per_lab,
         holds_max_age=holds.max_age,
+        predictive=queue.predictive,
+        spv_base=queue.spv_base,
+        tick=queue.tick,
+        aging_ticks=queue.aging_ticks,
+        lock_levels=queue.lock_levels,
+        running_limit=queue.running_limit,
+        lab_running_limits=tuple(sorted(queue.lab_running_limits.items())),
     )
 
 
@@ -93,6 +116,7 @@ class Settings(_Section):
     aging: Aging = Aging()
     retry: Retry = Retry()
     holds: Holds = Holds()
+    queue: Queue = Queue()
     health: Health = Health()
     consistency_every: Seconds = 60.0
     heartbeat_every: Seconds = 5.0
@@ -100,7 +124,7 @@ class Settings(_Section):
 
     def scheduler(self) -> SchedulerConfig:
         """What the scheduling core needs of these settings."""
-        return scheduler_config(self.aging, self.retry, self.holds)
+        return scheduler_config(self.aging, self.retry, self.holds, self.queue)
 
     def lab(self, name: str) -> LabSettings:
         """A lab's settings, the defaults when the file says nothing of it."""

@@ -29,6 +29,10 @@ class QueueRow:
     age_s: float
     hold: str  # "none", or how it holds systems ("holding 2 of 3 in lab1", …)
     lab: str | None
+    spv: float = 1.0  # static predictive value (seed 004)
+    weight: float = 0.0  # spv after aging; lower goes first among equal priorities
+    age_ticks: int = 0  # age in queue ticks (``queue.tick`` seconds each)
+    waits_for: str | None = None  # what makes it ineligible now (a dependency, a filter, …)
 
 
 class Events(Protocol):

@@ -26,13 +26,16 @@ from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from labq.domain.locktable import Grant
 from labq.domain.model import AccessPolicy
 from labq.domain.priority import Priority
 from labq.domain.states import Condition, RecipeState
 from labq.scheduler import decisions as d
+from labq.scheduler.admission import Admission
 from labq.scheduler.backfill import delays_a_holder, free_times, start_given
 from labq.scheduler.consistency import possible_labs, repair
 from labq.scheduler.entries import (
+    Eligibility,
     RecipeEntry,
     SchedulerConfig,
     SetEntry,
@@ -42,8 +45,9 @@ from labq.scheduler.entries import (
 )
 from labq.scheduler.index import ClassIndex, Queue, condition_allows
 from labq.scheduler.lending import lendable, spares
-from labq.scheduler.order import Rank, rank
+from labq.scheduler.order import Rank, age_of, predictive_weight, rank
 from labq.scheduler.placement import gang_match
+from labq.scheduler.predictive import RunningLocks, declared, held
 from labq.scheduler.retry import retry_decision
 
 Placement = dict[int, str]  # recipe id -> system
@@ -65,6 +69,10 @@ class Scheduler:
         self.queue = Queue()
         self.free: dict[str, set[str]] = {}  # lab -> systems holding no recipe (not removed)
         self.holders: dict[str, set[int]] = {}  # lab -> sets holding systems, not started
+        self.admission = Admission(self.config)
+        self.running_locks = RunningLocks(self.config.lock_levels)
+        self.declaring: set[int] = set()  # waiting sets whose spv depends on running sets
+        self._reopen: set[str] = set()  # labs whose free systems must be offered again
         self._out: list[d.Decision] = []
         self._offers: deque[str] = deque()
         self._pending: set[str] = set()
@@ -146,6 +154,8 @@ class Scheduler:
             self._free_system(recipe)
         entry.finished = True
         self._forget_holder(entry)
+        if entry.started and entry.lab is not None:
+            self._account_finish(entry, entry.lab)
         decision = retry_decision(self, entry, aborted_on)
         if decision is not None:
             self._out.append(decision)
@@ -169,6 +179,8 @@ class Scheduler:
                 self._out.append(d.Cancel(recipe.id, set_id))
                 self._free_system(recipe)
             entry.finished = True
+            self.declaring.discard(entry.id)
+            self.admission.leave(entry)
             self._forget_holder(entry)
         self._drain()
         return self._finish()
@@ -192,6 +204,52 @@ class Scheduler:
             self._drain()
         return self._finish()
 
+    def change_eligibility(
+        self, updates: Mapping[int, Eligibility], now: float
+    ) -> list[d.Decision]:
+        """Dependencies or filters changed what blocks some waiting sets, or their buckets."""
+        self._begin(now)
+        for set_id, eligibility in updates.items():
+            entry = self.sets.get(set_id)
+            if entry is None or not entry.waiting:
+                continue
+            was = entry.eligible
+            self.admission.leave(entry)
+            entry.blocked = eligibility.blocked
+            entry.buckets = eligibility.buckets
+            self.admission.join(entry)
+            entry.throttle = self.admission.throttle_of(entry)
+            self._eligibility_changed(entry, was)
+        self._drain()
+        return self._finish()
+
+    def pause_lab(self, lab: str, now: float) -> list[d.Decision]:
+        """Nothing new starts or takes systems in ``lab``; what runs there goes on."""
+        self._begin(now)
+        self.admission.paused.add(lab)
+        return self._finish()
+
+    def resume_lab(self, lab: str, now: float) -> list[d.Decision]:
+        """The lab's queue moves again: its holders may start, its free systems are offered."""
+        self._begin(now)
+        if lab in self.admission.paused:
+            self.admission.paused.discard(lab)
+            self._reopen.add(lab)
+        return self._finish()
+
+    def locks_held(
+        self, set_id: int, grants: Sequence[Grant] | None, now: float
+    ) -> list[d.Decision]:
+        """The lock service says what a running set really holds (None: go by its declaration)."""
+        self._begin(now)
+        entry = self.sets.get(set_id)
+        if entry is not None and entry.started and not entry.finished:
+            levels = self.config.lock_levels
+            contribution = declared(entry.locks, levels) if grants is None else held(grants, levels)
+            if self.running_locks.put(entry.id, contribution):
+                self._refresh_spv()
+        return self._finish()
+
     def consistency_pass(self, now: float) -> list[d.Decision]:
         """The slow safety net: abort what can never run, repair holds that went bad."""
         self._begin(now)
@@ -209,6 +267,22 @@ class Scheduler:
     def rank_of(self, entry: SetEntry) -> Rank:
         """The set's global hold rank now."""
         return rank(entry, self._now, self.config)
+
+    def weight_of(self, entry: SetEntry) -> float:
+        """The set's predictive weight now (0 with the predictive order off)."""
+        return predictive_weight(entry, self._now, self.config)
+
+    def age_ticks_of(self, entry: SetEntry, now: float | None = None) -> int:
+        """How many ticks the set has waited."""
+        return age_of(entry, self._now if now is None else now, self.config)
+
+    def waits_for(self, entry: SetEntry) -> str | None:
+        """What keeps a waiting set from running now, in plain words (None: only its turn)."""
+        if entry.blocked is not None:
+            return entry.blocked
+        if entry.throttle is not None:
+            return entry.throttle
+        return self.admission.slot_reason(entry.lab)
 
     def klass(self, recipe: RecipeEntry) -> ViabilityClass:
         """The viability class of a recipe."""
@@ -257,8 +331,16 @@ class Scheduler:
             max_retries=submission.max_retries,
             attempt=submission.attempt,
             retry_of=submission.retry_of,
+            locks=submission.locks,
+            blocked=submission.blocked,
+            buckets=submission.buckets,
         )
         self.sets[entry.id] = entry
+        entry.spv = self.running_locks.spv(entry.locks, self.config.spv_base)
+        if entry.locks.levels and not entry.locks.whole_lab:
+            self.declaring.add(entry.id)
+        self.admission.join(entry)
+        entry.throttle = self.admission.throttle_of(entry)
         self._requeue_all(entry)
         return entry
 
@@ -269,7 +351,8 @@ class Scheduler:
     def _place_new(self, entry: SetEntry) -> None:
         """Start the set on free systems if it fits whole; else hold where allowed; else queue."""
         best: tuple[int, str, Placement] | None = None
-        for lab in sorted(self.free):
+        labs = [] if not entry.eligible else sorted(self.free.keys() - self.admission.paused)
+        for lab in labs:
             cache = self._shared_cache()
             available = self._available(lab)
             lent = (
@@ -279,7 +362,11 @@ class Scheduler:
             )
             placement = self._placement(entry, lab, available | lent, avoid=lent)
             whole = len(placement) == len(entry.unplaced())
-            if whole and self._backfill_ok(entry, lab, placement, cache):
+            if (
+                whole
+                and self.admission.slot_free(lab)
+                and self._backfill_ok(entry, lab, placement, cache)
+            ):
                 self._start(entry, lab, placement)
                 return
             if lent:  # a hold never borrows
@@ -288,6 +375,7 @@ class Scheduler:
                 best = (len(placement), lab, placement)
         if (
             best is not None
+            and self.admission.slot_free(best[1])
             and self.could_run_in(entry, best[1])
             and self._may_hold(entry, best[1])
         ):
@@ -367,6 +455,57 @@ class Scheduler:
         entry.started_at = self._now
         entry.held_since = None
         self._out.append(d.Start(entry.id, lab))
+        self._account_start(entry, lab)
+
+    # --- admission and the predictive weight -----------------------------------------
+
+    def _account_start(self, entry: SetEntry, lab: str) -> None:
+        """A set takes a running slot; its buckets may fill, its locks weigh on others."""
+        self.declaring.discard(entry.id)
+        self._rethrottle(self.admission.started(entry, lab))
+        if self.running_locks.put(entry.id, declared(entry.locks, self.config.lock_levels)):
+            self._refresh_spv()
+
+    def _account_finish(self, entry: SetEntry, lab: str) -> None:
+        buckets, reopened = self.admission.finished(entry, lab)
+        self._reopen.update(self.free.keys() if reopened is None else reopened)
+        self._rethrottle(buckets)
+        if self.running_locks.remove(entry.id):
+            self._refresh_spv()
+
+    def _refresh_spv(self) -> None:
+        """The running sets changed: re-key the waiting sets whose spv changed with them."""
+        base = self.config.spv_base
+        for set_id in list(self.declaring):
+            entry = self.sets[set_id]
+            if not entry.waiting:
+                self.declaring.discard(set_id)
+                continue
+            value = self.running_locks.spv(entry.locks, base)
+            if value != entry.spv:
+                entry.spv = value
+                entry.version += 1
+                self._requeue_all(entry)
+
+    def _rethrottle(self, buckets: Iterable[str]) -> None:
+        for bucket in sorted(buckets):
+            for set_id in sorted(self.admission.members.get(bucket, ())):
+                entry = self.sets[set_id]
+                was = entry.eligible
+                entry.throttle = self.admission.throttle_of(entry)
+                self._eligibility_changed(entry, was)
+
+    def _eligibility_changed(self, entry: SetEntry, was: bool) -> None:
+        """Take an ineligible set out of the running; put an eligible one back."""
+        if entry.eligible == was:
+            return
+        entry.version += 1  # its heap items go stale either way
+        if not entry.eligible:
+            if entry.lab is not None and not entry.started:
+                self._unhold(entry, f"it may not run now: {self.waits_for(entry)}")
+            return
+        self._requeue_all(entry)
+        self._reopen.update(self.free.keys())
 
     def _hold(self, entry: SetEntry, lab: str, placement: Placement) -> None:
         """Make the set a holder in ``lab`` with these systems; its other recipes are assigned."""
@@ -458,7 +597,7 @@ class Scheduler:
     def _complete_holders(self, lab: str) -> None:
         """Holders, best rank first, complete from free systems and lower holders' holds."""
         progress = True
-        while progress:
+        while progress and self.admission.slot_free(lab):
             progress = False
             ranked = sorted(
                 self.holders[lab], key=lambda h: self.rank_of(self.sets[h]), reverse=True
@@ -523,7 +662,13 @@ class Scheduler:
             self._make_pending(fqdn)
 
     def _drain(self) -> None:
-        while self._offers:
+        while self._offers or self._reopen:
+            if not self._offers:
+                lab = min(self._reopen)  # a slot opened or a set became eligible
+                self._reopen.discard(lab)
+                self._complete_holders(lab)
+                self._admit(lab)
+                continue
             fqdn = self._offers.popleft()
             system = self.systems[fqdn]
             if system.recipe is not None or system.condition is Condition.REMOVED:
@@ -549,6 +694,10 @@ class Scheduler:
         and end before the first could start gets it instead (EASY backfill).
         """
         lab = system.lab
+        if lab in self.admission.paused:
+            return False
+        gate = self.admission.slot_free(lab)  # closed: sets may hold and grow, not start
+        skipped = 0
         classes = self.index.classes_of.get(system.fqdn, set())
         candidates = self.queue.candidates(
             system, classes, self.sets, self.policy, self._now, self.config
@@ -561,10 +710,15 @@ class Scheduler:
             for entry, key in candidates:
                 choice = self._consider(system, entry, key, lab, cache)
                 if choice is None:
+                    skipped += 1
+                    if not gate and skipped > self.config.backfill_depth:
+                        break  # nobody may start here: do not walk the whole queue for a hold
                     continue
                 if first is None:
                     first = choice
-                    if choice[0] == "start" or self._completes_with(entry, lab, system):
+                    if not gate or choice[0] == "start":
+                        break
+                    if self._completes_with(entry, lab, system):
                         break
                     continue
                 looked += 1
@@ -626,7 +780,7 @@ class Scheduler:
     def _consider(
         self, system: SystemEntry, entry: SetEntry, key: str, lab: str, cache: FreeTimes
     ) -> Choice | None:
-        if entry.lab not in (None, lab) or not entry.waiting:
+        if entry.lab not in (None, lab) or not entry.waiting or not entry.eligible:
             return None
         unplaced = entry.unplaced()
         recipe = next(r for r in unplaced if r.klass == key)
@@ -646,7 +800,11 @@ class Scheduler:
         if len(unplaced) <= len(available):  # else it cannot fit: skip the matching
             placement = self._placement(entry, lab, available, avoid=lent)
             whole = len(placement) == len(unplaced) and system.fqdn in placement.values()
-            if whole and self._backfill_ok(entry, lab, placement, cache):
+            if (
+                whole
+                and self.admission.slot_free(lab)
+                and self._backfill_ok(entry, lab, placement, cache)
+            ):
                 return ("start", entry, placement)
         if self._could_hold(entry, lab) and self.could_run_in(entry, lab):
             partial = {recipe.id: system.fqdn}
@@ -654,6 +812,8 @@ class Scheduler:
         return None
 
     def _could_hold(self, entry: SetEntry, lab: str) -> bool:
+        if not self.admission.slot_free(lab):
+            return False  # no new holds where nothing may start: the set may go elsewhere
         holders = self.holders[lab]
         if len(holders) < self.config.holds_per_lab:
             return True

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from labq.domain.contention import NO_NEEDS, LockNeeds
+from labq.domain.locks import DEFAULT_LEVELS
 from labq.domain.priority import Priority
 from labq.domain.requirements import Facts, Requirement, signature
 from labq.domain.states import Condition, RecipeState
@@ -19,6 +21,19 @@ class SchedulerConfig:
     holds_per_lab: int = 2
     holds_max_age: float | None = None  # seconds a set may hold systems without starting
     backfill_depth: int = 32  # candidates looked at past the first when seeking a backfill
+    # the predictive queue (seed 004); ``predictive=False`` orders as if every weight were 0
+    predictive: bool = True
+    spv_base: float = 1.0
+    tick: float = 30.0  # seconds per tick of age
+    aging_ticks: int = 30  # K: ticks after which every weight is 0
+    lock_levels: tuple[str, ...] = DEFAULT_LEVELS
+    # running limits on started sets (waiting, installing, running); None: no limit
+    running_limit: int | None = None
+    lab_running_limits: tuple[tuple[str, int], ...] = ()
+
+    def lab_running_limit(self, lab: str) -> int | None:
+        """The running limit of one lab, if it has one."""
+        return dict(self.lab_running_limits).get(lab)
 
 
 @dataclass(frozen=True)
@@ -87,7 +102,11 @@ class SetEntry:
     held_since: float | None = None
     started_at: float | None = None
     finished: bool = False
-    weight: float = 0.0  # the predictive weight (seed 004); 0 until that issue
+    locks: LockNeeds = NO_NEEDS  # what it declares (seed 004)
+    spv: float = 1.0  # its static predictive value against the running sets now
+    blocked: str | None = None  # why it may not run yet: a dependency, a filter (the service)
+    throttle: str | None = None  # a full rate-limit bucket (the core)
+    buckets: tuple[tuple[str, int], ...] = ()  # (rate-limit bucket, most running at once)
     version: int = field(default=0)  # bumped when its place in the queue changes
     _unplaced: list[RecipeEntry] | None = field(default=None, repr=False, compare=False)
     _wanted: dict[str, int] | None = field(default=None, repr=False, compare=False)
@@ -105,6 +124,11 @@ class SetEntry:
     def started(self) -> bool:
         """Whether every recipe got its system and the set was handed on to run."""
         return self.started_at is not None
+
+    @property
+    def eligible(self) -> bool:
+        """Whether it may take systems now (nothing blocks or throttles it)."""
+        return self.blocked is None and self.throttle is None
 
     @property
     def waiting(self) -> bool:
@@ -132,6 +156,14 @@ class SetEntry:
 
 
 @dataclass(frozen=True)
+class Eligibility:
+    """What the service decides about a waiting set outside the core: blocks and buckets."""
+
+    blocked: str | None = None  # a dependency not met yet, a pausing filter rule
+    buckets: tuple[tuple[str, int], ...] = ()  # (rate-limit bucket, most running at once)
+
+
+@dataclass(frozen=True)
 class RecipeSubmission:
     """A recipe as handed to the core."""
 
@@ -156,3 +188,6 @@ class SetSubmission:
     max_retries: int = 0
     attempt: int = 1
     retry_of: int | None = None
+    locks: LockNeeds = NO_NEEDS
+    blocked: str | None = None
+    buckets: tuple[tuple[str, int], ...] = ()

@@ -23,7 +23,8 @@ from labq.scheduler.entries import SchedulerConfig, SetEntry, SystemEntry, Viabi
 from labq.scheduler.order import OrderKey, order_key
 
 HeapItem = tuple[float, int, int]  # (submitted, set id, version)
-Merge = tuple[tuple[float, ...], tuple[str, str, int], list[HeapItem]]
+Where = tuple[str, str, tuple[int, int]]  # (class, group, (priority, spv key))
+Merge = tuple[tuple[float, ...], Where, list[HeapItem]]
 
 
 def meets(system: SystemEntry, klass: ViabilityClass) -> bool:
@@ -130,11 +131,18 @@ class Queue:
     """Waiting sets, bucketed for the pending-system event."""
 
     def __init__(self) -> None:
-        self._buckets: dict[str, dict[str, dict[int, list[HeapItem]]]] = {}
+        self._buckets: dict[str, dict[str, dict[tuple[int, int], list[HeapItem]]]] = {}
         self._live: set[tuple[int, str, int]] = set()  # (set, class, version) in a heap
 
     def push(self, entry: SetEntry, klass: str) -> None:
-        """Put a waiting set in the heap for one of its classes (once)."""
+        """Put a waiting set in the heap for one of its classes (once; never an ineligible one).
+
+        Heaps are per (class, group, nominal priority, spv): within one, first come
+        is first served also by weight, since an older set of equal spv never
+        weighs more. The merge compares the heads' full order keys.
+        """
+        if not entry.eligible:
+            return
         live = (entry.id, klass, entry.version)
         if live in self._live:
             return
@@ -143,7 +151,7 @@ class Queue:
         heap = (
             self._buckets.setdefault(klass, {})
             .setdefault(group, {})
-            .setdefault(int(entry.priority), [])
+            .setdefault((int(entry.priority), spv_key(entry.spv)), [])
         )
         heapq.heappush(heap, (entry.submitted, entry.id, entry.version))
 
@@ -189,7 +197,7 @@ class Queue:
         self,
         merge: list[Merge],
         heap: list[HeapItem],
-        where: tuple[str, str, int],
+        where: Where,
         cap: Priority,
         sets: dict[int, SetEntry],
         now: float,
@@ -211,5 +219,10 @@ class Queue:
             return
 
 
+def spv_key(spv: float) -> int:
+    """The heap partition of an spv (the table's cells are tenths: a few hundred values at most)."""
+    return round(spv * 100)
+
+
 def _still_wants(entry: SetEntry, version: int, klass: str) -> bool:
-    return entry.waiting and entry.version == version and entry.wants(klass)
+    return entry.waiting and entry.version == version and entry.eligible and entry.wants(klass)

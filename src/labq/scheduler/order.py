@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from labq.domain.contention import age_ticks, weight
 from labq.domain.priority import Priority
 from labq.scheduler.entries import SchedulerConfig, SetEntry
 
@@ -30,6 +31,22 @@ def rank(entry: SetEntry, now: float, config: SchedulerConfig) -> Rank:
     return (int(aged_priority(entry, now, config)), -entry.submitted, -entry.id)
 
 
+def predictive_weight(entry: SetEntry, now: float, config: SchedulerConfig) -> float:
+    """The set's weight now: ``spv * max(0, 1 - age_ticks / K)``; 0 with the predictive order off.
+
+    Worked out when asked, so a passing tick needs no event: two sets of equal
+    spv keep their first-come order as they age.
+    """
+    if not config.predictive:
+        return 0.0
+    return weight(entry.spv, age_of(entry, now, config), config.aging_ticks)
+
+
+def age_of(entry: SetEntry, now: float, config: SchedulerConfig) -> int:
+    """How long the set has waited, in whole ticks."""
+    return age_ticks(now - entry.submitted, config.tick)
+
+
 def order_key(entry: SetEntry, cap: Priority, now: float, config: SchedulerConfig) -> OrderKey:
     """The order for one system: ``(effective, nominal, weight, submit time, id)``, larger first.
 
@@ -38,4 +55,5 @@ def order_key(entry: SetEntry, cap: Priority, now: float, config: SchedulerConfi
     """
     nominal = aged_priority(entry, now, config)
     effective = min(nominal, cap)
-    return (int(effective), int(nominal), -entry.weight, -entry.submitted, -entry.id)
+    weight_now = predictive_weight(entry, now, config)
+    return (int(effective), int(nominal), -weight_now, -entry.submitted, -entry.id)

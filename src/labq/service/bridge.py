@@ -217,6 +217,7 @@ def _submission(stored: UnfinishedSet) -> SetSubmission:
         max_retries=stored.max_retries,
         attempt=stored.attempt,
         retry_of=stored.retry_of,
+        locks=stored.locks,
     )
 
 

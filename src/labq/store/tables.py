@@ -181,6 +181,8 @@ class Jobs(Base):
     ref_commit: Mapped[str | None] = mapped_column(String(64))
     source_format: Mapped[str] = mapped_column(String(32))
     depends: Mapped[list[Any]]
+    # Why it was submitted; ``rate-limit:N:label`` in it caps such jobs running at once.
+    reason: Mapped[str | None] = mapped_column(Text)
     meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, key="meta")
     spec: Mapped[dict[str, Any]]  # the canonical form as submitted, for audit
 
@@ -388,3 +390,78 @@ class Tokens(Base):
     revoked_at: Mapped[datetime | None]
     # A set's own credentials (its supervisor and tasks): valid only while it runs.
     recipe_set_id: Mapped[int | None] = _fk("recipe_sets.id", cascade=True, index=True)
+
+
+FILTER_ACTIONS: Final = ("accept", "continue", "pause", "reject", "rate-limit")
+
+
+class JobDependencies(Base):
+    """A job waits for another to end in one of ``satisfied_by`` (recipe set states)."""
+
+    __tablename__ = "job_dependencies"
+    __table_args__ = (CheckConstraint("job_id <> depends_on", name="not_itself"),)
+    job_id: Mapped[int] = _fk("jobs.id", cascade=True, primary_key=True)
+    depends_on: Mapped[int] = _fk("jobs.id", cascade=True, primary_key=True, index=True)
+    satisfied_by: Mapped[list[Any]]
+
+
+class Filters(Base):
+    """Queue filter rules (Ganeti's job filters), tried in ``(priority, id)`` order."""
+
+    __tablename__ = "filters"
+    __table_args__ = (
+        one_of("action", FILTER_ACTIONS),
+        CheckConstraint(
+            "(action = 'rate-limit' AND rate IS NOT NULL AND rate > 0)"
+            " OR (action <> 'rate-limit' AND rate IS NULL)",
+            name="rate",
+        ),
+        CheckConstraint("priority >= 0", name="priority"),
+    )
+    id: Mapped[int] = _id()
+    priority: Mapped[int]
+    action: Mapped[str] = mapped_column(String(16))
+    rate: Mapped[int | None]
+    predicates: Mapped[list[Any]]
+    comment: Mapped[str | None] = mapped_column(Text)
+    created_by: Mapped[int | None] = _fk("users.id")
+    created_at: Mapped[datetime]
+
+
+class LabPauses(Base):
+    """A lab whose queue is paused: nothing new starts there until resumed or ``until``."""
+
+    __tablename__ = "lab_pauses"
+    __table_args__ = (CheckConstraint("until IS NULL OR until > since", name="until"),)
+    lab_id: Mapped[int] = _fk("labs.id", cascade=True, primary_key=True)
+    since: Mapped[datetime]
+    until: Mapped[datetime | None]
+    reason: Mapped[str | None] = mapped_column(Text)
+    paused_by: Mapped[int | None] = _fk("users.id")
+
+
+class LockGrants(Base):
+    """A lock a running set holds: ``name`` on ``level`` (``*``: every name), shared or not."""
+
+    __tablename__ = "lock_grants"
+    __table_args__ = (
+        UniqueConstraint("recipe_set_id", "level", "name", "exclusive"),
+        Index(None, "level", "name"),
+    )
+    id: Mapped[int] = _id()
+    recipe_set_id: Mapped[int] = _fk("recipe_sets.id", cascade=True)
+    level: Mapped[str] = mapped_column(String(64))
+    name: Mapped[str] = mapped_column(Name)
+    exclusive: Mapped[bool] = mapped_column(Boolean)
+    acquired_at: Mapped[datetime]
+
+
+class LockWaiters(Base):
+    """A set waiting for locks, first come first served by ``id``; one request per set."""
+
+    __tablename__ = "lock_waiters"
+    id: Mapped[int] = _id()
+    recipe_set_id: Mapped[int] = _fk("recipe_sets.id", cascade=True, unique=True)
+    grants: Mapped[list[Any]]  # [[level, name, exclusive], …]
+    since: Mapped[datetime]
+    seen_at: Mapped[datetime]  # the last time the waiter asked; stale waiters are dropped

@@ -12,6 +12,8 @@ from collections.abc import Collection
 from sqlalchemy import ColumnElement, Select, select
 
 from labq.domain import requirements
+from labq.domain.contention import LockNeeds
+from labq.domain.locks import parse_locks
 from labq.domain.model import System
 from labq.domain.priority import Priority
 from labq.domain.states import RecipeState, Usage
@@ -56,6 +58,7 @@ class RestoreStore(SystemStore):
                 RecipeSets.retry_of,
                 Labs.name.label("lab"),
                 RecipeSets.started_at,
+                RecipeSets.locks,
             )
             .join(Jobs, Jobs.id == RecipeSets.job_id)
             .outerjoin(Groups, Groups.id == Jobs.group_id)
@@ -77,6 +80,7 @@ class RestoreStore(SystemStore):
                 lab=row.lab,
                 started_at=row.started_at,
                 recipes=tuple(recipes[row.id]),
+                locks=LockNeeds.of(parse_locks(row.locks)),
             )
             for row in rows
         ]

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
 
+from labq.domain.contention import NO_NEEDS, LockNeeds
 from labq.domain.job import JobSpec, RecipeSetSpec
 from labq.domain.model import User
 from labq.domain.priority import Priority
@@ -199,6 +200,7 @@ class UnfinishedSet:
     lab: str | None  # the lab it started in
     started_at: datetime | None
     recipes: tuple[UnfinishedRecipe, ...]
+    locks: LockNeeds = NO_NEEDS
 
     @property
     def state(self) -> RecipeState:
