@@ -30,6 +30,33 @@ class Metrics:
     makespan: float
     jain_fairness: float
     group_mean_slowdown: dict[str, float]
+    locks: LockWaits
+
+
+@dataclass(frozen=True)
+class LockWaits:
+    """Time started sets spent ``waiting`` for locks (seed 004), summed over set attempts."""
+
+    total: float  # declared + at run time
+    declared: float  # from start until the set's declared locks were granted
+    run: float  # while some recipe of the set was blocked on a lock of its plan
+    sets: int  # set attempts that waited at all
+    max: float  # the longest wait of one set attempt
+    refused: int  # plan steps refused because waiting would deadlock
+
+
+def lock_waits(world: World) -> LockWaits:
+    """Lock waiting over every set attempt."""
+    runs = list(world.sets.values())
+    waits = [r.lock_wait for r in runs]
+    return LockWaits(
+        total=sum(waits),
+        declared=sum(r.lock_wait_declared for r in runs),
+        run=sum(r.lock_wait_run for r in runs),
+        sets=sum(1 for w in waits if w > 0),
+        max=max(waits, default=0.0),
+        refused=world.locking.refused,
+    )
 
 
 def measure(world: World) -> Metrics:
@@ -54,6 +81,7 @@ def measure(world: World) -> Metrics:
         makespan=last - first,
         jain_fairness=jain(list(group_means.values())),
         group_mean_slowdown=group_means,
+        locks=lock_waits(world),
     )
 
 
@@ -164,6 +192,7 @@ def recipe_rows(world: World) -> list[dict[str, object]]:
                     "started": recipe.started_at,
                     "finished": recipe.finished_at,
                     "result": recipe.result.value if recipe.result else None,
+                    "lock_wait": recipe.lock_wait,
                 }
             )
     return rows
@@ -184,9 +213,26 @@ def set_rows(world: World) -> list[dict[str, object]]:
                 "retry_of": retry_of.attempt if retry_of else None,
                 "state": derived_state(r.state for r in run.recipes).value,
                 "error": run.error,
+                "lab": run.lab,
+                "submitted": run.submitted,
+                "started": run.started_at,
+                "finished": run.finished_at,
+                "lock_wait": run.lock_wait,
+                "lock_wait_declared": run.lock_wait_declared,
+                "lock_wait_run": run.lock_wait_run,
+                "waits_for": run.lock_waiting,
             }
         )
     return rows
 
 
-__all__ = ["Metrics", "RecipeState", "measure", "recipe_rows", "set_rows", "stuck"]
+__all__ = [
+    "LockWaits",
+    "Metrics",
+    "RecipeState",
+    "lock_waits",
+    "measure",
+    "recipe_rows",
+    "set_rows",
+    "stuck",
+]

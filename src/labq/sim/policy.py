@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
 
+from labq.domain.locktable import Grant
 from labq.domain.model import AccessPolicy
 from labq.domain.priority import Priority
 from labq.domain.states import Condition, RecipeState
@@ -36,6 +38,9 @@ class Policy(Protocol):
     def change_priority(
         self, set_ids: Iterable[int], priority: Priority, now: float
     ) -> list[Decision]: ...
+    def locks_held(
+        self, set_id: int, grants: Sequence[Grant] | None, now: float
+    ) -> list[Decision]: ...
     def consistency_pass(self, now: float) -> list[Decision]: ...
     def tick(self, now: float) -> list[Decision]: ...
 
@@ -56,6 +61,19 @@ class LabqPolicy(Scheduler):
         return []
 
 
+class LabqFifoPolicy(LabqPolicy):
+    """The real core with the predictive weight off: first come, first served within a
+    priority, as Ganeti's queue was before seed 004 (the comparison for the predictive queue).
+    """
+
+    name = "labq-fifo"
+
+    def __init__(
+        self, config: SchedulerConfig, access: AccessPolicy, rng: random.Random | None = None
+    ):
+        super().__init__(dataclasses.replace(config, predictive=False), access, rng)
+
+
 PolicyFactory = Callable[[SchedulerConfig, AccessPolicy, random.Random], Policy]
 
 
@@ -63,4 +81,4 @@ def registry() -> dict[str, PolicyFactory]:
     """Every policy by name."""
     from labq.sim.baselines import BASELINES
 
-    return {"labq": LabqPolicy, **BASELINES}
+    return {"labq": LabqPolicy, "labq-fifo": LabqFifoPolicy, **BASELINES}

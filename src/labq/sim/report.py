@@ -44,6 +44,7 @@ def _metrics_dict(metrics: Metrics) -> dict[str, Any]:
         "groups": metrics.group_mean_slowdown,
     }
     del out["group_mean_slowdown"]
+    out["lock_waiting"] = out.pop("locks")
     return out
 
 
@@ -64,6 +65,21 @@ def print_run(run: Run, console: Console) -> None:
     errors = [r for r in set_rows(run.world) if r["error"]]
     for row in errors:
         console.print(f"  {row['job']} set {row['index']} attempt {row['attempt']}: {row['error']}")
+    _print_lock_waits(run, console)
+
+
+def _print_lock_waits(run: Run, console: Console) -> None:
+    waited = [r for r in run.world.sets.values() if r.lock_wait > 0]
+    if not waited:
+        return
+    waited.sort(key=lambda r: (-r.lock_wait, r.id))
+    console.print(f"Longest lock waits ({len(waited)} set attempt(s) waited):")
+    for one in waited[:LONGEST]:
+        console.print(
+            f"  {one.job} set {one.index} attempt {one.attempt}: {_duration(one.lock_wait)}"
+            f" (declared locks {_duration(one.lock_wait_declared)},"
+            f" lock plan {_duration(one.lock_wait_run)})"
+        )
 
 
 def print_compare(runs: list[Run], console: Console) -> None:
@@ -91,7 +107,16 @@ def _rows(metrics: Metrics) -> list[tuple[str, str]]:
         ("utilisation", f"{metrics.utilization:.1%}"),
         ("makespan", _duration(metrics.makespan)),
         ("Jain fairness (groups)", f"{metrics.jain_fairness:.3f}"),
+        ("lock waiting, total", _duration(metrics.locks.total)),
+        ("  for declared locks", _duration(metrics.locks.declared)),
+        ("  for lock-plan steps", _duration(metrics.locks.run)),
+        ("sets that waited for locks", str(metrics.locks.sets)),
+        ("max lock wait of a set", _duration(metrics.locks.max)),
+        ("lock waits refused (deadlock)", str(metrics.locks.refused)),
     ]
+
+
+LONGEST = 5  # sets listed under "Longest lock waits"
 
 
 def _duration(seconds: float) -> str:

@@ -6,12 +6,16 @@ import random
 from dataclasses import dataclass
 
 from labq.domain import requirements
+from labq.domain.contention import LockNeeds
 from labq.domain.job import JobSpec
+from labq.domain.locks import parse_locks
+from labq.domain.locktable import Grant
 from labq.domain.model import AccessPolicy, System
 from labq.errors import InputError
 from labq.sim import world as w
+from labq.sim.locking import Hold, LockStep
 from labq.sim.policy import Policy, registry
-from labq.sim.scenario import Scenario, SimJob, SimRecipeSet
+from labq.sim.scenario import Scenario, SimJob, SimRecipe, SimRecipeSet
 from labq.sim.world import RecipeRun, SetRun, World
 
 
@@ -59,7 +63,8 @@ def simulate(
         )
         world.add_system(system, spec.condition)
     for job in scenario.jobs:
-        ids = [world_set.id for world_set in _job_sets(world, job, files.get(job.id))]
+        sets = _job_sets(world, job, files.get(job.id), scenario.config.queue.lock_levels)
+        ids = [world_set.id for world_set in sets]
         world.at(job.submit_at, w.SUBMIT, tuple(ids))
     for event in scenario.events:
         world.at(event.at, w.CONDITION if event.system else w.CONTROL, event)
@@ -117,6 +122,13 @@ def _handle(world: World, kind: int, payload: tuple[object, ...]) -> None:
         world.finish_set(*payload)  # type: ignore[arg-type]
     elif kind == w.RUNNING:
         world.mark_running(*payload)  # type: ignore[arg-type]
+    elif kind == w.RELEASE:
+        set_id, hold = payload
+        assert isinstance(set_id, int)
+        assert isinstance(hold, Hold)
+        world.locking.release(set_id, hold)
+    elif kind == w.STEP:
+        world.locking.step(*payload)  # type: ignore[arg-type]
     elif kind == w.TICK:
         world.apply(world.policy.tick(world.now))
     elif kind == w.CONSISTENCY:
@@ -146,7 +158,9 @@ def _scenario_event(world: World, event: object) -> None:
         world.apply(world.policy.change_priority(known, event.priority, world.now))
 
 
-def _job_sets(world: World, job: SimJob, spec: JobSpec | None) -> list[SetRun]:
+def _job_sets(
+    world: World, job: SimJob, spec: JobSpec | None, levels: tuple[str, ...]
+) -> list[SetRun]:
     """The set attempts of one scenario job, registered in the world."""
     if job.recipe_sets is not None:
         sets = job.recipe_sets
@@ -168,6 +182,7 @@ def _job_sets(world: World, job: SimJob, spec: JobSpec | None) -> list[SetRun]:
             group=job.group,
             max_time=rs.max_time,
             max_retries=rs.max_retries,
+            locks=LockNeeds.of(parse_locks(rs.locks, levels)),
             recipes=[],
         )
         for recipe in rs.recipes:
@@ -184,11 +199,21 @@ def _job_sets(world: World, job: SimJob, spec: JobSpec | None) -> list[SetRun]:
                     outcome=outcome,
                     excluded=frozenset(recipe.exclude),
                     force=recipe.force,
+                    plan=lock_plan(recipe),
                 )
             )
         world.add_set(run)
         runs.append(run)
     return runs
+
+
+def lock_plan(recipe: SimRecipe) -> tuple[LockStep, ...]:
+    """A recipe's lock plan in the order its steps come (``at``, then as written)."""
+    steps = [
+        LockStep(Grant(step.level, step.name, step.exclusive), step.at, step.hold)
+        for step in recipe.lock_plan
+    ]
+    return tuple(sorted(steps, key=lambda step: step.at))
 
 
 def _from_spec(raw: dict[str, object], job: SimJob) -> SimRecipeSet:
@@ -210,6 +235,7 @@ def _from_spec(raw: dict[str, object], job: SimJob) -> SimRecipeSet:
             "priority": raw["priority"],
             "max_retries": raw["max_retries"],
             "max_time": raw["max_time"],
+            "locks": raw.get("locks") or {},
             "recipes": recipes,
         }
     )

@@ -5,16 +5,25 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
-from labq.config import Aging, Holds, Retry, scheduler_config
+from labq.config import Aging, Holds, Queue, Retry, scheduler_config
 from labq.domain.job import JobSpec, PriorityField
+from labq.domain.locks import LockError, parse_locks
 from labq.domain.priority import Priority
 from labq.domain.requirements import Scalar
 from labq.domain.states import Condition
 from labq.errors import InputError
 from labq.formats.loader import load_job
-from labq.formats.source import LineMap, load_yaml, read_document, validation_error
+from labq.formats.source import (
+    DocPath,
+    LineMap,
+    format_path,
+    load_yaml,
+    read_document,
+    validation_error,
+)
 from labq.scheduler.entries import SchedulerConfig
 
 Name = Annotated[str, Field(min_length=1, max_length=255)]
@@ -30,6 +39,7 @@ class SimConfig(_Strict):
     aging: Aging = Aging()
     retry: Retry = Retry()
     holds: Holds = Holds()
+    queue: Queue = Queue()  # the predictive queue and the running limits (seed 004)
     install_time: Annotated[float, Field(ge=0)] = 0.0  # provisioning before tasks run
     consistency_every: Annotated[float, Field(gt=0)] = 600.0
     poll_every: Annotated[float, Field(gt=0)] = 60.0  # for the legacy policies that poll
@@ -37,7 +47,7 @@ class SimConfig(_Strict):
 
     def scheduler(self) -> SchedulerConfig:
         """The core's configuration."""
-        return scheduler_config(self.aging, self.retry, self.holds)
+        return scheduler_config(self.aging, self.retry, self.holds, self.queue)
 
 
 class PoolSpec(_Strict):
@@ -72,6 +82,33 @@ class AbortOn(_Strict):
     abort_on: list[Name]
 
 
+class LockStepSpec(_Strict):
+    """A lock plan step: take ``lock`` ``at`` seconds into the recipe's run, hold it ``for`` s."""
+
+    lock: Annotated[str, Field(min_length=1, max_length=512)]  # LEVEL:NAME
+    exclusive: bool = False
+    at: Annotated[float, Field(ge=0)]
+    hold: Annotated[float, Field(gt=0, alias="for")]
+
+    @field_validator("lock")
+    @classmethod
+    def _level_and_name(cls, value: str) -> str:
+        level, colon, name = value.partition(":")
+        if not colon or not level or not name:
+            raise ValueError(f"expected LEVEL:NAME (e.g. storage:nfs1), got {value!r}")
+        return value
+
+    @property
+    def level(self) -> str:
+        """The lock level (checked against the configured levels with the scenario)."""
+        return self.lock.partition(":")[0]
+
+    @property
+    def name(self) -> str:
+        """The resource name (``*``: every resource of the level)."""
+        return self.lock.partition(":")[2]
+
+
 class SimRecipe(_Strict):
     """A recipe with what the simulation needs: how long it runs and how it ends."""
 
@@ -82,13 +119,27 @@ class SimRecipe(_Strict):
     force: Name | None = None
     exclude: list[Name] = Field(default_factory=list)
     tasks: list[dict[str, Any]] = Field(default_factory=list)
+    lock_plan: list[LockStepSpec] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _plan_fits(self) -> SimRecipe:
+        for i, step in enumerate(self.lock_plan):
+            if step.at + step.hold > self.duration:
+                problem = (
+                    f"a lock step must end within the recipe's duration:"
+                    f" at {step.at:g} + for {step.hold:g} > duration {self.duration:g} s"
+                )
+                raise PydanticCustomError(
+                    "lock_plan", "{problem}", {"problem": problem, "path": f"lock_plan[{i}]"}
+                )
+        return self
 
 
 class SimRecipeSet(_Strict):
     priority: PriorityField = Priority.NORMAL
     max_retries: Annotated[int, Field(ge=0)] = 0
     max_time: Annotated[float, Field(gt=0)] | None = None
-    locks: dict[str, Any] = Field(default_factory=dict)
+    locks: dict[str, Any] = Field(default_factory=dict)  # read with the configured lock levels
     recipes: Annotated[list[SimRecipe], Field(min_length=1)]
 
 
@@ -164,7 +215,37 @@ def parse_scenario(data: object, *, source: str, lines: LineMap | None = None) -
     except ValidationError as exc:
         raise validation_error(exc, source=source, lines=lines or LineMap()) from None
     _check_references(scenario, source)
+    _check_locks(scenario, source, lines or LineMap())
     return scenario
+
+
+def _check_locks(scenario: Scenario, source: str, lines: LineMap) -> None:
+    """Lock declarations and plans name configured levels; limits name known labs."""
+    levels = scenario.config.queue.lock_levels
+
+    def fail(problem: str, path: DocPath) -> None:
+        raise InputError(problem, source=source, place=format_path(path), line=lines.line_of(path))
+
+    labs = set(scenario.labs) | {s.lab for s in scenario.systems}
+    for lab in scenario.config.queue.lab_running_limits:
+        if lab not in labs:
+            fail(f"unknown lab {lab!r}", ("config", "queue", "lab_running_limits", lab))
+    for j, job in enumerate(scenario.jobs):
+        for k, recipe_set in enumerate(job.recipe_sets or []):
+            where: DocPath = ("jobs", j, "recipe_sets", k)
+            try:
+                parse_locks(recipe_set.locks, levels)
+            except LockError as exc:
+                inner = tuple(p for p in exc.path.split(".") if p)
+                fail(exc.problem, (*where, "locks", *inner))
+            for r, recipe in enumerate(recipe_set.recipes):
+                for i, step in enumerate(recipe.lock_plan):
+                    if step.level not in levels:
+                        fail(
+                            f"unknown lock level {step.level!r} (expected one of"
+                            f" {', '.join(levels)})",
+                            (*where, "recipes", r, "lock_plan", i, "lock"),
+                        )
 
 
 def _check_references(scenario: Scenario, source: str) -> None:

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from labq.domain.contention import NO_NEEDS, LockNeeds
 from labq.domain.lifecycle import Ledger
 from labq.domain.model import AccessPolicy, System
 from labq.domain.priority import Priority
@@ -21,10 +23,12 @@ from labq.domain.requirements import Requirement
 from labq.domain.states import Condition, RecipeState, Result, Usage
 from labq.scheduler import decisions as d
 from labq.scheduler.entries import RecipeSubmission, SetSubmission, SystemEntry
+from labq.sim.locking import Hold, Locking, LockStep
 from labq.sim.policy import Policy
 
-# Order of kinds at the same instant: ends free systems before new work arrives.
-FINISH, RUNNING, CONDITION, CONTROL, SUBMIT, TICK, CONSISTENCY = range(7)
+# Order of kinds at the same instant: ends free systems before new work arrives,
+# and plan locks are let go of before plan steps ask for theirs.
+FINISH, RUNNING, RELEASE, STEP, CONDITION, CONTROL, SUBMIT, TICK, CONSISTENCY = range(9)
 
 
 @dataclass
@@ -39,6 +43,7 @@ class RecipeRun:
     outcome: Any  # "pass" | "fail" | "abort" | list of fqdns to abort on
     excluded: frozenset[str] = frozenset()
     force: str | None = None
+    plan: tuple[LockStep, ...] = ()  # its lock plan, in order of ``at``
     state: RecipeState = RecipeState.NEW
     system: str | None = None
     ran_on: str | None = None  # the last system it was given; kept after it lets go
@@ -46,6 +51,7 @@ class RecipeRun:
     started_at: float | None = None
     finished_at: float | None = None
     result: Result | None = None
+    lock_wait: float = 0.0  # seconds its work was blocked on plan locks
 
 
 @dataclass
@@ -62,11 +68,22 @@ class SetRun:
     max_time: float | None
     max_retries: int
     recipes: list[RecipeRun]
+    locks: LockNeeds = NO_NEEDS
     retry_of: int | None = None
+    lab: str | None = None
     started_at: float | None = None
     finished_at: float | None = None
     error: str | None = None
     finish_token: int = 0
+    stopping: bool = False  # asked to stop: its end is no longer rescheduled
+    lock_wait_declared: float = 0.0  # seconds from start until its declared locks were granted
+    lock_wait_run: float = 0.0  # seconds some recipe of it was blocked on a plan lock
+    lock_waiting: str | None = None  # what it waits on now, in plain words
+
+    @property
+    def lock_wait(self) -> float:
+        """Seconds spent waiting for locks, declared and at run time."""
+        return self.lock_wait_declared + self.lock_wait_run
 
     def submission(self) -> SetSubmission:
         """What the policy is told about this set."""
@@ -84,6 +101,7 @@ class SetRun:
             max_retries=self.max_retries,
             attempt=self.attempt,
             retry_of=self.retry_of,
+            locks=self.locks,
         )
 
 
@@ -102,10 +120,17 @@ class World:
     decisions: int = 0
     idle_rounds: int = 0
     running_sets: int = 0
+    running_peak: int = 0  # the most sets started and not finished at once
+    lab_running: Counter[str] = field(default_factory=Counter)
+    lab_running_peak: Counter[str] = field(default_factory=Counter)
     submitted: set[int] = field(default_factory=set)
+    locking: Locking = field(init=False)
     _heap: list[tuple[float, int, int, tuple[Any, ...]]] = field(default_factory=list)
     _seq: itertools.count[int] = field(default_factory=itertools.count)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    def __post_init__(self) -> None:
+        self.locking = Locking(self)
 
     # --- the heap -------------------------------------------------------------------
 
@@ -128,6 +153,18 @@ class World:
     def new_id(self) -> int:
         """A fresh id for a set or recipe."""
         return next(self._ids)
+
+    def schedule_finish(self, time: float, set_id: int, token: int) -> None:
+        """The set's end as now foreseen (an older token is then stale)."""
+        self.at(time, FINISH, set_id, token)
+
+    def schedule_step(self, time: float, set_id: int, recipe_id: int) -> None:
+        """A recipe reaches the next step of its lock plan."""
+        self.at(time, STEP, set_id, recipe_id)
+
+    def schedule_release(self, time: float, set_id: int, hold: Hold) -> None:
+        """A plan lock's time is up."""
+        self.at(time, RELEASE, set_id, hold)
 
     # --- systems -----------------------------------------------------------------------
 
@@ -193,7 +230,7 @@ class World:
             if self.ledger.systems[decision.system].usage is Usage.PENDING:
                 self.ledger.set_usage(decision.system, Usage.IDLE, now)
         elif isinstance(decision, d.Start):
-            self._start(self.sets[decision.set])
+            self._start(self.sets[decision.set], decision.lab)
         elif isinstance(decision, d.Cancel):
             self._end(decision.recipe, RecipeState.CANCELLED)
         elif isinstance(decision, d.Abort):
@@ -223,34 +260,39 @@ class World:
             self._close(run)
 
     def _close(self, run: SetRun) -> None:
+        """The set ended, whatever way: it lets go of its running slot and its locks."""
         run.finished_at = self.now
         if run.started_at is not None:
             self.running_sets -= 1
+            if run.lab is not None:
+                self.lab_running[run.lab] -= 1
+            self.locking.end(run)  # before the policy hears of it: its locks are free for others
 
-    def _start(self, run: SetRun) -> None:
+    def _start(self, run: SetRun, lab: str) -> None:
+        """The set has its systems and a running slot: it waits for its locks, then provisions."""
         run.started_at = self.now
+        run.lab = lab
         self.running_sets += 1
-        ends = []
+        self.running_peak = max(self.running_peak, self.running_sets)
+        self.lab_running[lab] += 1
+        self.lab_running_peak[lab] = max(self.lab_running_peak[lab], self.lab_running[lab])
         for recipe in run.recipes:
-            for state in (RecipeState.WAITING, RecipeState.INSTALLING):
-                self._move(recipe.id, state)
+            self._move(recipe.id, RecipeState.WAITING)
             recipe.started_at = self.now
-            ends.append(self._planned_end(run, recipe))
-        run.finish_token += 1
-        self.at(self.now + self.install_time, RUNNING, run.id, run.finish_token)
-        self.at(self.now + self.install_time + max(ends), FINISH, run.id, run.finish_token)
+        self.locking.start(run, lab)
         self.apply(self.policy.started(run.id, self.now))
 
-    @staticmethod
-    def _planned_end(run: SetRun, recipe: RecipeRun) -> float:
-        if run.max_time is not None:
-            return min(recipe.duration, run.max_time)
-        return recipe.duration
+    def begin_run(self, run: SetRun) -> None:
+        """Its declared locks are granted: provisioning begins, then its recipes' work."""
+        for recipe in run.recipes:
+            self._move(recipe.id, RecipeState.INSTALLING)
+        self.at(self.now + self.install_time, RUNNING, run.id)
+        self.locking.begin(run, self.now + self.install_time)
 
-    def mark_running(self, set_id: int, token: int) -> None:
+    def mark_running(self, set_id: int) -> None:
         """Provisioning done: the set's recipes run."""
         run = self.sets[set_id]
-        if token != run.finish_token or run.finished_at is not None:
+        if run.finished_at is not None:
             return
         for recipe in run.recipes:
             if recipe.state is RecipeState.INSTALLING:
@@ -276,8 +318,8 @@ class World:
         self.apply(self.policy.finish(set_id, outcomes, self.now))
 
     def _outcome(self, run: SetRun, recipe: RecipeRun) -> tuple[RecipeState, Result | None]:
-        if run.max_time is not None and recipe.duration > run.max_time:
-            return RecipeState.ABORTED, Result.FAIL  # the watchdog: over its maximum time
+        if not self.locking.work_done(run, recipe):
+            return RecipeState.ABORTED, Result.FAIL  # the watchdog, or a refused lock wait
         if recipe.outcome == "abort" or (
             isinstance(recipe.outcome, list) and recipe.system in recipe.outcome
         ):
@@ -291,6 +333,7 @@ class World:
         policy must not hear of it while the rest of its current decisions wait."""
         if run.finished_at is not None:
             return
+        run.stopping = True
         run.finish_token += 1
         self.at(self.now, FINISH, run.id, run.finish_token, True)
 
@@ -313,6 +356,7 @@ class World:
             group=run.group,
             max_time=run.max_time,
             max_retries=run.max_retries,
+            locks=run.locks,
             retry_of=run.id,
             recipes=[],
         )
@@ -327,6 +371,7 @@ class World:
                     outcome=recipe.outcome,
                     excluded=decision.excluded.get(i, recipe.excluded),
                     force=recipe.force,
+                    plan=recipe.plan,
                 )
             )
         self.add_set(clone)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
+from labq.domain.locktable import Grant
 from labq.domain.model import AccessPolicy
 from labq.domain.priority import Priority
 from labq.domain.requirements import Requirement, matches
@@ -167,6 +168,12 @@ class Baseline:
         self.queue.resort()
         self.schedule()
         return self._end()
+
+    def locks_held(
+        self, set_id: int, grants: Sequence[Grant] | None, now: float
+    ) -> list[d.Decision]:
+        """What a running set holds: the baselines order their queues without locks."""
+        return []
 
     def consistency_pass(self, now: float) -> list[d.Decision]:
         """Refuse waiting sets that no lab can run any more (systems broke or left)."""
