@@ -1,0 +1,191 @@
+"""``/metrics``: the lab's figures for Prometheus, read from the database at scrape time.
+
+Every figure but the latency histogram is counted from the database when
+Prometheus scrapes, so it agrees with the API at that moment and survives
+restarts; any server of a deployment answers the same. The collector goes into
+a registry of its own per scrape, never prometheus_client's global one. See
+``docs/metrics.md`` for the metrics and a scrape configuration.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Final
+
+from fastapi import APIRouter, Request, Response
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.exposition import choose_encoder
+from sqlalchemy import Engine, case, func, select
+
+from labq.api.deps import StateDep, UserDep
+from labq.domain.priority import Priority
+from labq.domain.states import Condition, RecipeState, Usage
+from labq.scheduler.entries import SchedulerConfig, SetEntry
+from labq.scheduler.order import aged_priority
+from labq.service.timing import DECISION_SECONDS
+from labq.store import Repository, epoch, reading
+from labq.store.listing import STATE_CODES
+from labq.store.tables import Labs, Recipes, RecipeSets, Systems
+
+# Not in the OpenAPI document: it is not JSON, and docs/metrics.md describes it.
+router = APIRouter(tags=["metrics"], include_in_schema=False)
+OUTCOMES: Final = (RecipeState.COMPLETED, RecipeState.ABORTED, RecipeState.CANCELLED)
+
+
+@router.get("/metrics")
+def metrics(request: Request, state: StateDep, _: UserDep) -> Response:
+    """Prometheus text format (OpenMetrics when the scraper asks for it)."""
+    registry = CollectorRegistry()
+    registry.register(LabCollector(state.engine, state.settings.scheduler(), state.clock()))
+    encode, content_type = choose_encoder(request.headers.get("accept", ""))
+    return Response(encode(registry), media_type=content_type)
+
+
+class LabCollector:
+    """Reads the database once per scrape; one read transaction for every figure."""
+
+    def __init__(self, engine: Engine, config: SchedulerConfig, now: datetime) -> None:
+        self.engine = engine
+        self.config = config
+        self.now = now
+
+    def collect(self) -> Iterable[Metric]:
+        """Every labq metric family."""
+        with reading(self.engine) as repo:
+            families = [
+                queue_length(repo, self.config, self.now),
+                systems(repo),
+                *recipe_sets(repo),
+                *lock_service(repo, self.now),
+            ]
+        return [*families, *DECISION_SECONDS.collect()]
+
+
+def queue_length(repo: Repository, config: SchedulerConfig, now: datetime) -> Metric:
+    """Sets neither started nor ended, by the lab they hold systems in and nominal priority.
+
+    As ``GET /queue`` shows them: the lab is ``""`` while a set holds nothing,
+    and the nominal priority is after aging (``aging.bump_after``).
+    """
+    held = (
+        select(Recipes.recipe_set_id.label("set_id"), func.min(Labs.name).label("lab"))
+        .join(Systems, Systems.recipe_id == Recipes.id)
+        .join(Labs, Labs.id == Systems.lab_id)
+        .group_by(Recipes.recipe_set_id)
+        .subquery()
+    )
+    stmt = (
+        select(RecipeSets.id, RecipeSets.job_id, RecipeSets.priority, RecipeSets.submitted_at)
+        .add_columns(held.c.lab)
+        .outerjoin(held, held.c.set_id == RecipeSets.id)
+        .where(RecipeSets.started_at.is_(None), RecipeSets.finished_at.is_(None))
+    )
+    at = epoch(now)
+    counts: Counter[tuple[str, str]] = Counter()
+    for set_id, job_id, priority, submitted_at, lab in repo.conn.execute(stmt):
+        entry = SetEntry(
+            id=set_id,
+            job=job_id,
+            priority=Priority.parse(priority),
+            submitted=epoch(submitted_at),
+            recipes=[],
+        )
+        counts[lab or "", aged_priority(entry, at, config).label] += 1
+    family = GaugeMetricFamily(
+        "labq_queue_length",
+        "Recipe sets queued (not started, not ended), by the lab they hold systems in"
+        ' ("" while they hold none) and nominal priority after aging, as GET /api/v1/queue.',
+        labels=["lab", "priority"],
+    )
+    for lab in ["", *repo.list_labs()]:
+        for level in Priority:
+            family.add_metric([lab, level.label], counts[lab, level.label])
+    return family
+
+
+def systems(repo: Repository) -> Metric:
+    """Systems by lab, condition and usage, as ``GET /systems`` lists them (zeros included)."""
+    stmt = (
+        select(Labs.name, Systems.condition, Systems.usage, func.count())
+        .join(Labs, Labs.id == Systems.lab_id)
+        .group_by(Labs.name, Systems.condition, Systems.usage)
+    )
+    counts = {(lab, c, u): n for lab, c, u, n in repo.conn.execute(stmt)}
+    family = GaugeMetricFamily(
+        "labq_systems",
+        "Systems by lab, condition and usage, as GET /api/v1/systems lists them.",
+        labels=["lab", "condition", "usage"],
+    )
+    for lab in repo.list_labs():
+        for condition in Condition:
+            for usage in Usage:
+                key = (lab, condition.value, usage.value)
+                family.add_metric(list(key), counts.get(key, 0))
+    return family
+
+
+def recipe_sets(repo: Repository) -> list[Metric]:
+    """Sets started, ended (by outcome) and retried since the database began.
+
+    A set's outcome is its derived state: aborted if a recipe aborted, else
+    cancelled if one was, else completed (the rule of ``GET /jobs/{id}``).
+    Retried counts the clones made by retries, the sets with ``retry_of``.
+    """
+    started, retried = repo.conn.execute(
+        select(
+            func.count(RecipeSets.started_at),
+            func.count(RecipeSets.retry_of),
+        )
+    ).one()
+    code = case({s.value: c for s, c in STATE_CODES.items()}, value=Recipes.state)
+    per_set = (
+        select(func.min(code).label("code"))
+        .select_from(RecipeSets)
+        .join(Recipes, Recipes.recipe_set_id == RecipeSets.id)
+        .where(RecipeSets.finished_at.is_not(None))
+        .group_by(RecipeSets.id)
+        .subquery()
+    )
+    by_code = select(per_set.c.code, func.count()).group_by(per_set.c.code)
+    ended = {int(code): int(n) for code, n in repo.conn.execute(by_code)}
+    started_family = CounterMetricFamily(
+        "labq_recipe_sets_started", "Recipe sets that started (got all their systems).", started
+    )
+    finished = CounterMetricFamily(
+        "labq_recipe_sets_finished",
+        "Recipe sets that ended, by outcome: completed, aborted or cancelled.",
+        labels=["outcome"],
+    )
+    for outcome in OUTCOMES:
+        finished.add_metric([outcome.value], ended.get(STATE_CODES[outcome], 0))
+    retried_family = CounterMetricFamily(
+        "labq_recipe_sets_retried", "Recipe sets retried: the clones made of aborted sets.", retried
+    )
+    return [started_family, finished, retried_family]
+
+
+def lock_service(repo: Repository, now: datetime) -> list[Metric]:
+    """Sets waiting for locks (``labq_lock_waits``, by level) and locks held, as ``GET /locks``."""
+    waits = GaugeMetricFamily(
+        "labq_lock_waits", "Recipe sets waiting for a lock, by lock level", labels=["level"]
+    )
+    per_level: dict[str, int] = {}
+    for wait in repo.lock_waits(now=now):
+        for level in sorted({g.level for g in wait.grants}):
+            per_level[level] = per_level.get(level, 0) + 1
+    for level, count in sorted(per_level.items()):
+        waits.add_metric([level], count)
+    held = GaugeMetricFamily(
+        "labq_locks_held", "Locks held by running recipe sets", labels=["level", "mode"]
+    )
+    counts: dict[tuple[str, str], int] = {}
+    for grants in repo.held_locks().values():
+        for grant in grants:
+            key = (grant.level, "exclusive" if grant.exclusive else "shared")
+            counts[key] = counts.get(key, 0) + 1
+    for (level, mode), count in sorted(counts.items()):
+        held.add_metric([level, mode], count)
+    return [waits, held]

@@ -1,0 +1,122 @@
+"""What the pages change: cancel a job, change its priority, submit one from a file.
+
+Each action calls the API's own handler, so the permissions, the parsing, the
+transaction and the event told to the scheduler are exactly the API's. A refusal
+comes back as the page the form was on, with the API's message and status.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Final, get_args
+
+from fastapi import APIRouter, File, Form, Request, Response, UploadFile
+from fastapi.responses import RedirectResponse
+
+from labq.api import jobs as api_jobs
+from labq.api.deps import StateDep
+from labq.api.schemas import PriorityLabel
+from labq.formats.loader import FORMATS, Format
+from labq.web.jobs import job_page
+from labq.web.rendering import PREFIX, page
+from labq.web.route import PageRoute, refusal
+from labq.web.session import FormSessionDep, SessionDep
+
+router = APIRouter(route_class=PageRoute, include_in_schema=False)
+
+REASON_LIMIT: Final = 2000
+FORMAT_NAMES: Final = {
+    "auto": "recognise it",
+    "native": "native YAML/JSON",
+    "beaker": "Beaker job XML",
+    "teuthology": "Teuthology YAML",
+}
+
+
+@router.post("/jobs/{job_id}/cancel")
+def cancel(
+    request: Request,
+    job_id: int,
+    app: StateDep,
+    session: FormSessionDep,
+    reason: Annotated[str, Form(max_length=REASON_LIMIT)] = "",
+) -> Response:
+    """Cancel the job's unfinished recipes (its owner, its group, admins)."""
+    body = api_jobs.CancelBody(reason=reason.strip() or None)
+    try:
+        answer = api_jobs.cancel_job(job_id, app, session.user, body)
+    except Exception as exc:
+        failure = refusal(exc)
+        if failure is None:
+            raise
+        return job_page(request, app, session, job_id, status=failure.status, error=failure.message)
+    note = "cancelled" if answer["cancelled"] else "nothing-to-cancel"
+    return RedirectResponse(f"{PREFIX}/jobs/{job_id}?note={note}", status_code=303)
+
+
+@router.post("/jobs/{job_id}/priority")
+def change_priority(
+    request: Request,
+    job_id: int,
+    app: StateDep,
+    session: FormSessionDep,
+    priority: Annotated[PriorityLabel, Form()],
+) -> Response:
+    """Change the priority of the sets that still wait; raising it needs an admin."""
+    body = api_jobs.PriorityBody(priority=priority)
+    try:
+        answer = api_jobs.change_priority(job_id, body, app, session.user)
+    except Exception as exc:
+        failure = refusal(exc)
+        if failure is None:
+            raise
+        return job_page(request, app, session, job_id, status=failure.status, error=failure.message)
+    note = "priority" if answer["sets"] else "no-waiting-sets"
+    return RedirectResponse(f"{PREFIX}/jobs/{job_id}?note={note}", status_code=303)
+
+
+def _submit_page(
+    request: Request, *, status: int = 200, error: str | None = None, chosen: str = "auto"
+) -> Response:
+    return page(
+        request,
+        "submit.html",
+        status=status,
+        title="Submit a job",
+        nav="submit",
+        formats=FORMAT_NAMES,
+        chosen=chosen,
+        error=error,
+    )
+
+
+@router.get("/submit")
+def submit_form(request: Request, session: SessionDep) -> Response:
+    """The form to submit a job file."""
+    return _submit_page(request)
+
+
+@router.post("/submit")
+def submit(
+    request: Request,
+    app: StateDep,
+    session: FormSessionDep,
+    job_file: Annotated[UploadFile, File()],
+    fmt: Annotated[str, Form(alias="format")] = "auto",
+) -> Response:
+    """Parse the uploaded file with the API's loader and store the job."""
+    if fmt not in FORMATS:
+        return _submit_page(request, status=422, error=f"unknown format {fmt!r}")
+    chosen: Format = next(f for f in get_args(Format) if f == fmt)
+    # The guard has already capped the whole request at server.max_body_bytes.
+    data = job_file.file.read()
+    try:
+        answer = api_jobs.submit_job(app, session.user, data, None, chosen)
+    except Exception as exc:
+        failure = refusal(exc)
+        if failure is None:
+            raise
+        message = failure.message
+        if message.startswith("job:"):  # the API names the document "job"; we know its file
+            message = (job_file.filename or "job") + message[3:]
+        return _submit_page(request, status=failure.status, error=message, chosen=fmt)
+    return RedirectResponse(f"{PREFIX}/jobs/{answer['id']}?note=submitted", status_code=303)
