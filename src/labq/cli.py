@@ -13,8 +13,10 @@ import click
 from labq import __version__
 from labq.client import DEFAULT_URL
 from labq.commands import Session
-from labq.commands.jobs import job, queue
+from labq.commands.filter import filter_group, queue
+from labq.commands.jobs import job
 from labq.commands.labs import lab
+from labq.commands.locks import lock
 from labq.commands.people import group, token, user
 from labq.commands.pools import pool
 from labq.commands.systems import system
@@ -47,7 +49,7 @@ def cli(ctx: click.Context, url: str | None, token: str | None) -> None:
     ctx.call_on_close(session.close)
 
 
-for _command in (lab, system, pool, user, group, token, job, queue):
+for _command in (lab, system, pool, user, group, token, job, queue, lock, filter_group):
     cli.add_command(_command)
 
 

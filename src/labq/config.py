@@ -72,6 +72,8 @@ class Server(_Section):
     host: str = "127.0.0.1"
     port: Annotated[int, Field(ge=0, le=65535)] = 8080
     max_body_bytes: Annotated[int, Field(gt=0)] = 1024 * 1024
+    # how tasks reach the API (``LABQ_URL``); default http://HOST:PORT of this server
+    public_url: str | None = None
 
 
 class Queue(_Section):

@@ -56,7 +56,7 @@ def run_demo(*, port: int, directory: str | None) -> None:
     settings = Settings(database=url, data_dir=str(root / "data"))
     logging.basicConfig(level=logging.WARNING, format="%(name)s %(levelname)s %(message)s")
 
-    server = assemble(settings, url)
+    server = assemble(settings, url, api_url=f"http://{HOST}:{port}")
     token = first_admin(url, "admin", actor="labq demo")
     assert token is not None, "a fresh database has no users"
     app = create_app(server.engine, settings, server.service)

@@ -35,6 +35,7 @@ class Server:
     engine: Engine
     settings: Settings
     events: EventRouter
+    api_url: str | None = None  # given to supervisors, whose tasks call the API
     leadership: Leadership | None = None  # None on SQLite: this process always leads
     listener: Listener | None = None
     scheduler: SchedulerService | None = None  # while this process leads
@@ -49,7 +50,7 @@ class Server:
             def finished(set_id: int, code: int | None) -> None:
                 service.set_finished(set_id, code)
 
-            dispatcher = Dispatcher(self.url, self.settings, finished)
+            dispatcher = Dispatcher(self.url, self.settings, finished, api_url=self.api_url)
             service = SchedulerService(self.engine, self.settings, dispatcher)
             self.scheduler, self.dispatcher = service, dispatcher
             # Supervisors first: a dead one's end is queued and handled after the rebuild.
@@ -83,14 +84,17 @@ class Server:
         self.engine.dispose()
 
 
-def assemble(settings: Settings, url: str | None = None) -> Server:
-    """Upgrade the database and start leading (SQLite) or campaigning (PostgreSQL)."""
+def assemble(settings: Settings, url: str | None = None, *, api_url: str | None = None) -> Server:
+    """Upgrade the database and start leading (SQLite) or campaigning (PostgreSQL).
+
+    ``api_url`` is where tasks reach this server's API (``LABQ_URL``).
+    """
     url = url or settings.database or database.default_url()
     database.upgrade(url)
     engine = database.make_engine(url)
     sqlite = engine.dialect.name == "sqlite"
     events = EventRouter(None if sqlite else engine, lambda: _standby_queue(engine, settings))
-    server = Server(url, engine, settings, events)
+    server = Server(url, engine, settings, events, api_url=api_url)
     if sqlite:
         server.lead()
         return server
@@ -134,7 +138,10 @@ def serve(settings: Settings, url: str | None, host: str, port: int) -> None:
     from labq.api.app import create_app
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    server = assemble(settings, url)
+    wildcard = host in ("", "::") or host.strip("0.") == ""  # listening everywhere
+    local = "127.0.0.1" if wildcard else host
+    api_url = settings.server.public_url or f"http://{local}:{port}"
+    server = assemble(settings, url, api_url=api_url)
     try:
         app = create_app(server.engine, settings, server.events)
         uvicorn.run(app, host=host, port=port, log_level="info")

@@ -18,9 +18,6 @@ from tests.acceptance.test_restarts import (
     submit,
     wait_until,
 )
-from tests.acceptance.test_server import database_url
-
-__all__ = ["database_url"]
 
 QUICK_JOB = """
 recipe_sets:

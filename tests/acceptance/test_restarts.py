@@ -21,10 +21,7 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, text
 
-from tests.acceptance.conftest import labq_command
-from tests.acceptance.test_server import database_url, free_port
-
-__all__ = ["database_url"]  # the fixture, parametrised over SQLite and PostgreSQL
+from tests.acceptance.conftest import free_port, labq_command
 
 SETTINGS = """
 consistency_every: 1

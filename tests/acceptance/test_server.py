@@ -2,24 +2,10 @@
 
 from __future__ import annotations
 
-import itertools
 import json
-import os
-import signal
-import socket
-import subprocess
 import time
 
-import httpx
-import pytest
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import OperationalError
-
-from tests.acceptance.conftest import labq_command
-
-PG_URL = os.environ.get("LABQ_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
-_names = itertools.count()
+from tests.acceptance.conftest import cli, wait_for
 
 JOB = """
 whiteboard: two hosts
@@ -35,92 +21,6 @@ recipe_sets:
         tasks:
           - {name: hello, run: 'echo "server is $SERVER"', timeout: 30}
 """
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def database_url(request, tmp_path):
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'labq.db'}"
-        return
-    admin = create_engine(make_url(PG_URL), isolation_level="AUTOCOMMIT")
-    name = f"labq_e2e_{os.getpid()}_{next(_names)}"
-    try:
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-    except OperationalError as exc:
-        admin.dispose()
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"no PostgreSQL at {PG_URL}: {exc.orig}")
-        pytest.skip(f"no PostgreSQL at {PG_URL}")
-    yield make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
-    with admin.connect() as conn:
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@pytest.fixture
-def server(database_url, tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LABQ_")}
-    env.update(LABQ_DB=database_url, LABQ_DATA_DIR=str(tmp_path / "data"), HOME=str(tmp_path))
-    init = subprocess.run(
-        [*labq_command(), "init"], env=env, capture_output=True, text=True, check=False
-    )
-    assert init.returncode == 0, init.stderr
-    token = init.stdout.strip().splitlines()[-1]
-    port = free_port()
-    log = open(tmp_path / "server.log", "w")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen(
-        [*labq_command(), "server", "--port", str(port)], env=env, stdout=log, stderr=log
-    )
-    client = httpx.Client(
-        base_url=f"http://127.0.0.1:{port}/api/v1",
-        headers={"Authorization": f"Bearer {token}"},
-        timeout=10,
-    )
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            if client.get("/health").status_code == 200:
-                break
-        except httpx.TransportError:
-            pass
-        assert proc.poll() is None, (tmp_path / "server.log").read_text()
-        assert time.monotonic() < deadline, "the server did not come up"
-        time.sleep(0.2)
-    cli_env = {**env, "LABQ_URL": f"http://127.0.0.1:{port}", "LABQ_TOKEN": token}
-    yield client, tmp_path / "data", cli_env
-    client.close()
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=20)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        log.close()
-
-
-def wait_for(client, job_id, states=("completed", "aborted", "cancelled"), timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        job = client.get(f"/jobs/{job_id}/results").json()
-        if job["state"] in states:
-            return job
-        time.sleep(0.3)
-    raise AssertionError(f"job {job_id} still {job['state']}")
-
-
-def cli(env, *args):
-    result = subprocess.run(
-        [*labq_command(), *args], env=env, capture_output=True, text=True, check=False, timeout=120
-    )
-    assert "Traceback" not in result.stderr
-    return result
 
 
 def test_a_two_host_job_runs_to_completion(server, tmp_path):

@@ -90,6 +90,17 @@ class Recorder:
     def access_changed(self) -> None:
         self._seen("access_changed", None, True)
 
+    def filters_changed(self) -> None:
+        self._seen("filters_changed", None, True)
+
+    def pause_changed(self, lab: str) -> None:
+        self._seen("pause_changed", lab, True)
+
+    def locks_changed(self, set_id: int) -> None:
+        with reading(self.engine) as repo:
+            holds = set_id in repo.held_locks([set_id])
+        self._seen("locks_changed", set_id, holds)
+
     def queue_view(self) -> list[QueueRow]:
         return self.rows
 

@@ -147,7 +147,9 @@ def test_show_and_results(lab: Lab) -> None:
 def test_queue_reads_the_scheduler(lab: Lab) -> None:
     from labq.api import QueueRow
 
-    lab.events.rows = [QueueRow(7, 3, 1, "high", "normal", 12.5, "none", None)]
+    lab.events.rows = [
+        QueueRow(7, 3, 1, "high", "normal", 12.5, "none", None, 4.0, 2.0, 15, "a running slot")
+    ]
     assert lab.get("/queue").json() == {
         "queue": [
             {
@@ -159,6 +161,10 @@ def test_queue_reads_the_scheduler(lab: Lab) -> None:
                 "age_s": 12.5,
                 "hold": "none",
                 "lab": None,
+                "spv": 4.0,
+                "weight": 2.0,
+                "age_ticks": 15,
+                "waits_for": "a running slot",
             }
         ]
     }

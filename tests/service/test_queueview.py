@@ -2,6 +2,8 @@
 
 from datetime import UTC, datetime
 
+from labq.domain.contention import LockNeeds
+from labq.domain.locks import parse_locks
 from labq.domain.model import AccessPolicy
 from labq.domain.priority import Priority
 from labq.domain.requirements import parse
@@ -36,3 +38,20 @@ def test_rows_follow_rank_and_explain_effective_priority_and_holds():
     assert urgent.age_s == 95
     assert urgent.hold == "none"
     assert [r.position for r in table] == [1, 2]
+
+
+def test_rows_show_spv_weight_ticks_and_what_a_set_waits_for():
+    core = Scheduler(SchedulerConfig(aging_bump_after=None, running_limit=1, tick=10.0))
+    core.add_system(SystemEntry("a", "lab1", {"fqdn": "a", "lab": "lab1"}, frozenset()), 0)
+    core.add_system(SystemEntry("b", "lab1", {"fqdn": "b", "lab": "lab1"}, frozenset()), 0)
+    any_system = parse({})
+    nfs = LockNeeds.of(parse_locks({"storage": {"exclusive": ["nfs1"]}}))
+    core.submit([SetSubmission(1, 1, (RecipeSubmission(10, any_system),), locks=nfs)], 0)
+    core.submit([SetSubmission(2, 2, (RecipeSubmission(20, any_system),), locks=nfs)], 0)
+    core.submit([SetSubmission(3, 3, (RecipeSubmission(30, any_system),), submitted=5)], 5)
+    table = rows(core, datetime.fromtimestamp(100, UTC))
+    assert [r.set_id for r in table] == [3, 2]  # the uncontended set first, though later
+    later, contended = table
+    assert (contended.spv, contended.age_ticks, contended.weight) == (4.0, 10, 2.667)  # 4 * 20/30
+    assert (later.spv, later.age_ticks) == (1.0, 9)
+    assert contended.waits_for == "a running slot (1 of 1 sets running)"

@@ -230,3 +230,16 @@ def test_aging_keeps_an_older_set_of_equal_spv_ahead(
     assert order_key(old, Priority.URGENT, at, config) > order_key(
         young, Priority.URGENT, at, config
     )
+
+
+def test_a_level_a_running_set_holds_nothing_on_yet_counts_by_its_declaration() -> None:
+    running = RunningLocks(DEFAULT_LEVELS)
+    declared_needs = needs(storage=I_SHARED, network=UX)
+    grants = [Grant("storage", "i")]
+    running.put(1, held(grants, DEFAULT_LEVELS, declared_needs))
+    pending = needs(network=J_SHARED_OTHER)
+    assert running.spv(pending, 1.0) == 2.5  # its unknown network lock is still to come
+    running.put(
+        1, held([*grants, Grant("network", "k", exclusive=True)], DEFAULT_LEVELS, declared_needs)
+    )
+    assert running.spv(pending, 1.0) == pytest.approx(1.3)

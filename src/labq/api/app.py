@@ -7,11 +7,24 @@ from datetime import UTC, datetime
 from fastapi import FastAPI
 from sqlalchemy import Engine
 
-from labq.api import errors, health, jobs, labs, people, pools, queue, systems
+from labq.api import (
+    errors,
+    filters,
+    health,
+    jobs,
+    labs,
+    locks,
+    metrics,
+    people,
+    pools,
+    queue,
+    systems,
+)
 from labq.api.deps import AppState, Clock
 from labq.api.events import Events
 from labq.api.guard import Guard
 from labq.config import Settings
+from labq.web import site
 
 PREFIX = "/api/v1"
 
@@ -42,8 +55,13 @@ def create_app(
         people.tokens,
         jobs.router,
         queue.router,
+        locks.router,
+        filters.router,
+        filters.pauses,
     ):
         app.include_router(router, prefix=PREFIX)
+    app.include_router(metrics.router)  # /metrics at the root, where Prometheus looks
+    site.install(app)  # the web UI under /ui
     errors.install(app)
     app.add_middleware(Guard, max_body_bytes=settings.server.max_body_bytes)
     return app

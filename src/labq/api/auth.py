@@ -3,8 +3,8 @@
 Everyone authenticated may read. Admins change labs, systems, pools, rules,
 users and groups. A job may be cancelled or re-prioritised by its owner, by a
 member of its group (``everybody`` does not count: it would be everyone) and by
-admins; raising a priority needs an admin. A recipe set's own token may only
-read, for now.
+admins; raising a priority needs an admin. A recipe set's own token may read,
+and take and release locks for its set (its tasks do, through ``labq lock``).
 """
 
 from __future__ import annotations
@@ -20,10 +20,16 @@ from labq.domain.model import EVERYBODY, User
 from labq.store import Credential, JobView, transaction
 
 READ_METHODS: Final = frozenset({"GET", "HEAD"})
+SET_TOKEN_WRITES: Final = ("/api/v1/locks/",)  # what a set's own token may change
 
 
 def caller(
-    engine: Engine, token: HTTPAuthorizationCredentials | None, *, method: str, now: datetime
+    engine: Engine,
+    token: HTTPAuthorizationCredentials | None,
+    *,
+    method: str,
+    now: datetime,
+    path: str = "",
 ) -> Credential:
     """The credential of a bearer token; 401 when missing or not valid, 403 for set tokens.
 
@@ -35,8 +41,12 @@ def caller(
         found = repo.credential(token.credentials, now=now)
     if found is None:
         raise ApiError(401, "the token is unknown, expired or revoked", headers=BEARER)
-    if found.recipe_set is not None and method not in READ_METHODS:
-        raise ApiError(403, "a recipe set's token may only read")
+    if (
+        found.recipe_set is not None
+        and method not in READ_METHODS
+        and not path.startswith(SET_TOKEN_WRITES)
+    ):
+        raise ApiError(403, "a recipe set's token may only read, and take or release its locks")
     return found
 
 

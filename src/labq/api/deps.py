@@ -51,7 +51,9 @@ def credential(
     token: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
 ) -> Credential:
     """The caller's credential (401 without a valid token)."""
-    return caller(state.engine, token, method=request.method, now=state.clock())
+    return caller(
+        state.engine, token, method=request.method, now=state.clock(), path=request.url.path
+    )
 
 
 CredentialDep = Annotated[Credential, Depends(credential)]

@@ -56,6 +56,15 @@ class Events(Protocol):
     def access_changed(self) -> None:
         """Pools, pool membership or access rules changed."""
 
+    def locks_changed(self, set_id: int) -> None:
+        """A running set took or let go of locks (its spv weight on others changes)."""
+
+    def filters_changed(self) -> None:
+        """A filter rule was added or removed."""
+
+    def pause_changed(self, lab: str) -> None:
+        """A lab's queue was paused or resumed."""
+
     def queue_view(self) -> list[QueueRow]:
         """The queue in scheduling order, as the scheduler sees it now."""
 
@@ -79,6 +88,15 @@ class NoEvents:
         """Nothing to tell."""
 
     def access_changed(self) -> None:
+        """Nothing to tell."""
+
+    def locks_changed(self, set_id: int) -> None:
+        """Nothing to tell."""
+
+    def filters_changed(self) -> None:
+        """Nothing to tell."""
+
+    def pause_changed(self, lab: str) -> None:
         """Nothing to tell."""
 
     def queue_view(self) -> list[QueueRow]:

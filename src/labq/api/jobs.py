@@ -17,6 +17,7 @@ from labq.api.auth import require_job_change
 from labq.api.deps import StateDep, UserDep
 from labq.api.errors import ApiError
 from labq.api.events import tell
+from labq.api.filters import admit_job
 from labq.api.jobviews import job_json, job_summary, log_files, results_json
 from labq.api.schemas import Body, PriorityLabel, Reason
 from labq.dispatch.workspace import RefError, resolve_ref
@@ -95,6 +96,7 @@ def submit_job(
         if group is not None and group in repo.list_groups() and not user.member_of(group):
             raise ApiError(403, f"{user.name!r} is not a member of group {group!r}", place="group")
         job_id = repo.submit_job(spec, owner=user.name, now=app.clock(), source_format=chosen)
+        admit_job(repo, job_id, spec)  # dependencies stored; a reject rule refuses it
     tell(lambda: app.events.job_submitted(job_id))
     return {"id": job_id, "format": chosen, "url": f"/api/v1/jobs/{job_id}"}
 

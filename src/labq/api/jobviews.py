@@ -28,7 +28,7 @@ def job_json(job: JobView) -> dict[str, Any]:
     return {
         **job_summary(job),
         "ref": ref,
-        "depends": list(job.spec.depends),
+        "depends": [d.to_native() for d in job.spec.depends],
         "metadata": job.spec.metadata,
         "current_sets": [s.id for s in job.current_sets],
         "sets": [_set_json(s) for s in job.sets],

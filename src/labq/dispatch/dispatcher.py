@@ -82,8 +82,10 @@ class Dispatcher:
         grace: float = DEFAULT_GRACE,
         poll_every: float = DEFAULT_POLL,
         python: str = sys.executable,
+        api_url: str | None = None,
     ) -> None:
         self.db_url = db_url
+        self.api_url = api_url
         self.settings = settings
         self.on_finished = on_finished
         self.grace = grace
@@ -117,6 +119,8 @@ class Dispatcher:
                 str(self.data_dir),
             ]
             env = {**os.environ, "LABQ_DB": self.db_url}
+            if self.api_url:
+                env["LABQ_URL"] = self.api_url
             with (log_dir / OUTPUT_NAME).open("ab") as out:
                 proc = subprocess.Popen(
                     command,

@@ -53,10 +53,12 @@ from labq.dispatch.results import (
     recipe_result,
 )
 from labq.dispatch.workspace import cached_checkout
+from labq.domain.locktable import Outcome
 from labq.domain.states import RecipeState, Result
 
 BackendFor = Callable[[SystemInfo], Backend]
 _TICK: Final = 0.05
+LOCK_POLL: Final = 1.0  # seconds between asks while the set waits for its locks
 
 
 class StopKind(enum.Enum):
@@ -94,6 +96,7 @@ def run_set(
     heartbeat_every: float,
     clock: Callable[[], float] = time.monotonic,
     cancel: threading.Event | None = None,
+    take_locks: Callable[[], Outcome] | None = None,
 ) -> SetOutcome:
     """Run a recipe set to its end and say how it ended; see the module docstring.
 
@@ -103,7 +106,9 @@ def run_set(
     """
     if heartbeat_every <= 0:
         raise ValueError("heartbeat_every must be positive")
-    return _SetRun(plan, backend_for, data_dir, reporter, heartbeat_every, clock, cancel).execute()
+    run = _SetRun(plan, backend_for, data_dir, reporter, heartbeat_every, clock, cancel)
+    run.take_locks = take_locks
+    return run.execute()
 
 
 class _SetRun:
@@ -134,19 +139,20 @@ class _SetRun:
         self.recipes: list[_Recipe] = []
         self.workspace_dir: Path | None = None
         self.deadline: float | None = None
+        self.take_locks: Callable[[], Outcome] | None = None
 
     # -- the phases ---------------------------------------------------------
 
     def execute(self) -> SetOutcome:
-        start = self.clock()
-        if self.plan.max_time is not None:
-            self.deadline = start + self.plan.max_time
         beat_stop = threading.Event()
         beat = threading.Thread(target=self._beat, args=(beat_stop,), daemon=True)
         beat.start()
         try:
             self.reporter.log(f"set {self.plan.id} of job {self.plan.job_id} starts")
-            if self._prepare():
+            locked = self._wait_for_locks()  # max_time counts from when it has them
+            if self.plan.max_time is not None:
+                self.deadline = self.clock() + self.plan.max_time
+            if locked and self._prepare():
                 self._check_limits()
                 if not self.stop.is_set():
                     self._phase(self._provision, "provision")
@@ -189,6 +195,42 @@ class _SetRun:
                     r.reason = self.stop_reason
                 return False
         return True
+
+    def _wait_for_locks(self) -> bool:
+        """Take the set's declared locks, all together, waiting while others hold them.
+
+        False when the set must stop instead: cancelled, or the wait refused.
+        """
+        if self.take_locks is None:
+            return True
+        said = ""
+        while True:
+            try:
+                outcome = self.take_locks()
+            except Exception as exc:
+                self._abort_unstarted(f"cannot take the set's locks: {exc}")
+                return False
+            if outcome.granted:
+                if said:
+                    self.reporter.log("the set has its locks")
+                return True
+            if outcome.refused is not None:
+                self._abort_unstarted(f"cannot take the set's locks: {outcome.refused}")
+                return False
+            if outcome.describe() != said:
+                said = outcome.describe()
+                self.reporter.log(f"the set is {said}")
+            self._check_limits()
+            if self.stop.wait(LOCK_POLL):
+                self._prepare_stopped()
+                return False
+
+    def _prepare_stopped(self) -> None:
+        """Stopped before it began: every recipe is accounted for, none was touched."""
+        known = {r.plan.id for r in self.recipes}
+        for recipe in self.plan.recipes:
+            if recipe.id not in known:
+                self.recipes.append(_Recipe(recipe, None, self.dir))
 
     def _checkout(self, repo: str) -> None:
         assert self.plan.ref_commit is not None  # check_plan saw to it

@@ -18,6 +18,7 @@ how the dispatcher passes it, so a password never shows on a command line.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import signal
 import socket
@@ -30,6 +31,7 @@ from types import FrameType
 from sqlalchemy import Engine
 
 from labq.config import Settings, load_settings
+from labq.dispatch.access import declared_locks, set_credentials
 from labq.dispatch.backends import Backend
 from labq.dispatch.backends.local import LocalBackend
 from labq.dispatch.backends.ssh import SshBackend, SshOptions
@@ -166,6 +168,8 @@ def supervise(
         labs = {repo.get_system(fqdn).lab for fqdn in held}
     backend_for = backends(settings, data_dir, labs)
     plan = claim(engine, set_id, pid=pid, host=host)
+    credentials = set_credentials(engine, set_id, os.environ.get("LABQ_URL"))
+    plan = dataclasses.replace(plan, env={**plan.env, **credentials})
     reporter = DatabaseReporter(
         engine, set_id, cancel=cancel, log_root=set_log_dir(data_dir, set_id), pid=pid
     )
@@ -176,6 +180,7 @@ def supervise(
         reporter=reporter,
         heartbeat_every=settings.heartbeat_every,
         cancel=cancel,
+        take_locks=declared_locks(engine, set_id),
     )
 
 

@@ -19,8 +19,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from labq.domain import dependencies, filters, requirements
 from labq.domain import locks as lockdecl
-from labq.domain import requirements
 from labq.domain.priority import Priority
 from labq.domain.requirements import Requirement
 
@@ -58,6 +58,26 @@ def _write_locks(value: dict[str, Any]) -> dict[str, Any]:
     return {k: (v if isinstance(v, bool) else v.to_native()) for k, v in value.items()}
 
 
+def _read_dependency(value: object) -> dependencies.Dependency:
+    if isinstance(value, dependencies.Dependency):
+        return value
+    try:
+        return dependencies.parse(value)
+    except dependencies.DependencyError as exc:
+        raise PydanticCustomError(
+            "dependency", "{problem}", {"problem": exc.problem, "path": exc.path}
+        ) from None
+
+
+def _read_reason(value: object) -> object:
+    if isinstance(value, str):
+        try:
+            filters.check_reason(value)
+        except filters.FilterError as exc:
+            raise PydanticCustomError("reason", "{problem}", {"problem": str(exc)}) from None
+    return value
+
+
 PriorityField = Annotated[
     Priority,
     BeforeValidator(_read_priority),
@@ -75,6 +95,14 @@ LocksField = Annotated[
     BeforeValidator(_read_locks),
     PlainSerializer(_write_locks, return_type=dict),
     WithJsonSchema({"type": "object", "description": "lock declarations per level"}),
+]
+DependencyField = Annotated[
+    dependencies.Dependency,
+    BeforeValidator(_read_dependency),
+    PlainSerializer(lambda d: d.to_native()),
+    WithJsonSchema(
+        {"description": "a job id, a job name, or {job: ID, on: [completed, aborted, …]}"}
+    ),
 ]
 Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME)]
 ParamValue = str | int | float | bool
@@ -134,7 +162,9 @@ class JobSpec(Spec):
     whiteboard: str | None = None
     group: Name | None = None
     owner: Name | None = None
-    depends: list[int | Name] = Field(default_factory=list)
+    depends: list[DependencyField] = Field(default_factory=list)
+    # why it was submitted; ``rate-limit:N:label`` items cap such jobs running at once
+    reason: Annotated[str, BeforeValidator(_read_reason), Field(max_length=2000)] | None = None
     ref: RefSpec | None = None
     recipe_sets: Annotated[list[RecipeSetSpec], Field(min_length=1)]
     metadata: dict[str, Any] = Field(default_factory=dict)

@@ -234,7 +234,8 @@ class Scheduler:
         self._begin(now)
         if lab in self.admission.paused:
             self.admission.paused.discard(lab)
-            self._reopen.add(lab)
+            if lab in self.free:  # a lab without systems has nothing to offer
+                self._reopen.add(lab)
         return self._finish()
 
     def locks_held(
@@ -245,7 +246,11 @@ class Scheduler:
         entry = self.sets.get(set_id)
         if entry is not None and entry.started and not entry.finished:
             levels = self.config.lock_levels
-            contribution = declared(entry.locks, levels) if grants is None else held(grants, levels)
+            contribution = (
+                declared(entry.locks, levels)
+                if grants is None
+                else held(grants, levels, entry.locks)
+            )
             if self.running_locks.put(entry.id, contribution):
                 self._refresh_spv()
         return self._finish()
@@ -282,7 +287,17 @@ class Scheduler:
             return entry.blocked
         if entry.throttle is not None:
             return entry.throttle
-        return self.admission.slot_reason(entry.lab)
+        if entry.lab is not None:
+            return self.admission.slot_reason(entry.lab)
+        # not placed yet: say why only when every lab that could run it is closed to it
+        reasons = [
+            self.admission.slot_reason(lab)
+            for lab in sorted(self.free)
+            if self.could_run_in(entry, lab)
+        ]
+        if reasons and all(reasons):
+            return "; ".join(dict.fromkeys(r for r in reasons if r))
+        return None
 
     def klass(self, recipe: RecipeEntry) -> ViabilityClass:
         """The viability class of a recipe."""

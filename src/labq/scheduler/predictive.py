@@ -31,8 +31,16 @@ def declared(needs: LockNeeds, levels: Sequence[str]) -> Contribution:
     return tuple((level, needs.at(level)) for level in levels)
 
 
-def held(grants: Iterable[Grant], levels: Sequence[str]) -> Contribution:
-    """What a running set counts as, from the locks it really holds."""
+def held(
+    grants: Iterable[Grant], levels: Sequence[str], needs: LockNeeds | None = None
+) -> Contribution:
+    """What a running set counts as, from the locks it really holds.
+
+    On a level where it holds nothing yet, its declaration ``needs`` still
+    counts: an ``unknown`` lock it has not taken yet is still to come.
+    """
+    if needs is not None and needs.whole_lab:
+        return declared(needs, levels)  # it has, or is about to have, the whole lab
     shared: dict[str, set[str]] = {}
     exclusive: dict[str, set[str]] = {}
     for grant in grants:
@@ -48,7 +56,8 @@ def held(grants: Iterable[Grant], levels: Sequence[str]) -> Contribution:
             for names, is_exclusive in ((shared.get(level), False), (exclusive.get(level), True))
             if names
         ]
-        out.extend((level, decl) for decl in found or [LockDecl(LockKind.NONE)])
+        fallback = LockDecl(LockKind.NONE) if needs is None else needs.at(level)
+        out.extend((level, decl) for decl in found or [fallback])
     return tuple(out)
 
 

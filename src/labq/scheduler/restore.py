@@ -18,13 +18,16 @@ are still pending (a crash between a release and its decisions).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from labq.domain.locktable import Grant
 from labq.domain.states import Condition, RecipeState
 from labq.scheduler import decisions as d
 from labq.scheduler.core import Scheduler
 from labq.scheduler.entries import SetEntry, SetSubmission, SystemEntry
+from labq.scheduler.predictive import declared
+from labq.scheduler.predictive import held as held_by
 
 _CORE_STATES = frozenset({RecipeState.QUEUED, RecipeState.ASSIGNED, RecipeState.SCHEDULED})
 
@@ -55,7 +58,11 @@ class RestoredSet:
 
 
 def restore(
-    scheduler: Scheduler, systems: Iterable[SystemEntry], sets: Iterable[RestoredSet]
+    scheduler: Scheduler,
+    systems: Iterable[SystemEntry],
+    sets: Iterable[RestoredSet],
+    *,
+    held: Mapping[int, Sequence[Grant]] | None = None,
 ) -> None:
     """Fill a fresh scheduler with systems and sets in their current places.
 
@@ -63,6 +70,7 @@ def restore(
     submitted (both orders show in tie-breaks and messages). Raises
     ValueError when the scheduler is not fresh or the state is impossible: a
     system held twice, a recipe on an unknown system, a set across two labs.
+    ``held`` is what running sets hold of the lock service, by set id.
     """
     if scheduler.systems or scheduler.sets:
         raise ValueError("restore needs a fresh scheduler")
@@ -73,6 +81,7 @@ def restore(
     for fqdn, system in scheduler.systems.items():
         if system.recipe is None and system.condition is not Condition.REMOVED:
             scheduler.free[system.lab].add(fqdn)
+    _recount(scheduler, held or {})
 
 
 def offer(scheduler: Scheduler, fqdns: Iterable[str], now: float) -> list[d.Decision]:
@@ -115,6 +124,29 @@ def _add_set(s: Scheduler, restored: RestoredSet) -> None:
     if entry.lab is not None and not entry.started:
         s.holders[entry.lab].add(entry.id)
         entry.held_since = restored.held_since
+
+
+def _recount(s: Scheduler, held: Mapping[int, Sequence[Grant]]) -> None:
+    """Running slots, buckets, running locks and waiting sets' spv, as events would leave them."""
+    levels = s.config.lock_levels
+    for entry in s.sets.values():
+        if entry.started and not entry.finished and entry.lab is not None:
+            s.admission.started(entry, entry.lab)
+            s.declaring.discard(entry.id)
+            grants = held.get(entry.id)
+            s.running_locks.put(
+                entry.id,
+                declared(entry.locks, levels)
+                if not grants
+                else held_by(grants, levels, entry.locks),
+            )
+    for entry in s.sets.values():
+        if entry.waiting:
+            throttle = s.admission.throttle_of(entry)
+            if throttle != entry.throttle:
+                entry.throttle = throttle
+                entry.version += 1  # its heap items were pushed while it looked eligible
+    s._refresh_spv()
 
 
 def _place(s: Scheduler, entry: SetEntry, recipe_id: int, fqdn: str) -> None:

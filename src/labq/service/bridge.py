@@ -59,7 +59,9 @@ def rebuild(repo: Repository, config: SchedulerConfig) -> Scheduler:
     scheduler = Scheduler(config, repo.load_access_policy())
     systems = [system_entry(s) for s in repo.systems_as_added()]
     sets = [_restored(u) for u in repo.unfinished_sets() if not _unseen(u)]
-    restore(scheduler, systems, sets)
+    restore(scheduler, systems, sets, held=repo.held_locks())
+    for pause in repo.list_pauses():  # paused queues hold again; run-out ones end at next check
+        scheduler.pause_lab(pause.lab, scheduler.now)
     return scheduler
 
 
@@ -159,6 +161,10 @@ def finish(
                 repo.move_recipe(recipe.id, state, now=now, reason=reason)
             ended[recipe.id] = state
         decisions = scheduler.finish(set_id, ended, epoch(now))
+        served = repo.release_locks(set_id, now=now)  # however it ended
+        held = repo.held_locks(served)
+        for other in served:
+            decisions += scheduler.locks_held(other, held.get(other), epoch(now))
         return settle(repo, scheduler, decisions, now=now)
 
 
@@ -218,6 +224,8 @@ def _submission(stored: UnfinishedSet) -> SetSubmission:
         attempt=stored.attempt,
         retry_of=stored.retry_of,
         locks=stored.locks,
+        blocked=stored.blocked,
+        buckets=stored.buckets,
     )
 
 

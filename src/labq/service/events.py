@@ -9,7 +9,7 @@ from labq.domain.states import Condition, RecipeState
 from labq.scheduler import decisions as d
 from labq.scheduler.core import Scheduler
 from labq.scheduler.restore import offer
-from labq.service import bridge
+from labq.service import bridge, eligibility
 from labq.store import Repository, epoch
 from labq.store.views import RecipeView
 
@@ -52,10 +52,18 @@ def decide(
         service.core = fresh
         free = sorted(f for systems in fresh.free.values() for f in systems)
         return bridge.settle(repo, fresh, offer(fresh, free, at), now=now)
+    if event.kind == "locks":
+        return locks_changed(repo, core, [int(event.key or 0)], now)
     if event.kind == "finished":
         return finished(service, repo, core, int(event.key or 0), event.code, now)
     if event.kind == "consistency":
         return consistency(service, repo, core, now)
+    if event.kind == "filters":
+        return eligibility.filters_changed(repo, core, now)
+    if event.kind == "pause":
+        return eligibility.pause_changed(service, repo, core, str(event.key), now)
+    if event.kind == "pauses":  # a pause ran out: the follow-up after every event ends it
+        return []
     raise ValueError(f"unknown scheduler event {event.kind!r}")
 
 
@@ -66,6 +74,19 @@ def _priority(repo: Repository, core: Scheduler, job_id: int, now: datetime) -> 
         if priority is not entry.priority:
             decisions = core.change_priority([entry.id], priority, epoch(now))
             out += bridge.settle(repo, core, decisions, now=now)
+    return out
+
+
+def locks_changed(repo: Repository, core: Scheduler, set_ids: list[int], now: datetime) -> Actions:
+    """Running sets' locks changed: the core weighs queued sets against what they hold now.
+
+    A set that holds no lock yet counts by its declaration.
+    """
+    held = repo.held_locks(set_ids)
+    out: Actions = []
+    for set_id in set_ids:
+        decisions = core.locks_held(set_id, held.get(set_id), epoch(now))
+        out += bridge.settle(repo, core, decisions, now=now)
     return out
 
 
@@ -127,5 +148,9 @@ def consistency(
         out += bridge.finish(repo, core, set_id, now=now, outcomes=outcomes, reason=reason)
         out += _mark_broken(service, repo, core, view.recipes, now)
     out += bridge.settle(repo, core, core.consistency_pass(epoch(now)), now=now)
+    # locks of sets that ended without the release (a crash), and what running sets hold
+    repo.release_ended_locks(now=now)
+    running = [s.id for s in core.sets.values() if s.started and not s.finished]
+    out += locks_changed(repo, core, running, now)
     # events lost between processes (a NOTIFY nobody heard): new sets and pending systems
     return out + bridge.resume(repo, core, now=now)

@@ -24,15 +24,17 @@ from labq.api.events import QueueRow
 from labq.config import Settings
 from labq.scheduler import decisions as d
 from labq.scheduler.core import Scheduler
-from labq.service import bridge
+from labq.service import bridge, eligibility
 from labq.service import events as handlers
 from labq.service.queueview import rows
+from labq.service.timing import DECISION_SECONDS
 from labq.store import Repository, transaction
 
 log = logging.getLogger("labq.scheduler")
 
 JOB_EVENTS: Final = frozenset({"submit", "cancel", "priority"})  # keyed by a job id
-KINDS: Final = JOB_EVENTS | {"system", "condition", "access"}  # what the API can tell
+SET_EVENTS: Final = frozenset({"locks"})  # keyed by a recipe set id
+KINDS: Final = JOB_EVENTS | SET_EVENTS | {"system", "condition", "access", "filters", "pause"}
 
 
 class Dispatcher(Protocol):
@@ -77,6 +79,7 @@ class SchedulerService:
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
         self.handled = 0  # events handled, for tests and metrics
+        self.wake_at: datetime | None = None  # when the first paused lab queue's pause ends
 
     # --- life --------------------------------------------------------------------
 
@@ -119,6 +122,15 @@ class SchedulerService:
     def access_changed(self) -> None:
         self._events.put(Event("access"))
 
+    def locks_changed(self, set_id: int) -> None:
+        self._events.put(Event("locks", set_id))
+
+    def filters_changed(self) -> None:
+        self._events.put(Event("filters"))
+
+    def pause_changed(self, lab: str) -> None:
+        self._events.put(Event("pause", lab))
+
     def post(self, kind: str, key: int | str | None = None) -> None:
         """Queue an event by name (from another process: ``labq.service.notify``)."""
         if kind not in KINDS and kind != "consistency":
@@ -142,12 +154,15 @@ class SchedulerService:
         every = self.settings.consistency_every
         next_pass = self.clock() + timedelta(seconds=every)
         while not self._stopping.is_set():
-            wait = max(0.0, (next_pass - self.clock()).total_seconds())
+            due = next_pass if self.wake_at is None else min(next_pass, self.wake_at)
+            wait = max(0.0, (due - self.clock()).total_seconds())
             try:
                 event: Event | None = self._events.get(timeout=wait)
             except queue.Empty:
                 event = None
-            if event is None:
+            if event is None and self.wake_at is not None and self.clock() >= self.wake_at:
+                self._handle(Event("pauses"))  # a pause ran out
+            elif event is None:
                 self._handle(Event("consistency"))
                 next_pass = self.clock() + timedelta(seconds=every)
             elif event.done is not None:
@@ -161,7 +176,8 @@ class SchedulerService:
     def _handle(self, event: Event) -> None:
         now = self.clock()
         try:
-            with self.lock, transaction(self.engine) as repo:
+            timer = DECISION_SECONDS.labels(event.kind).time()  # after the lock, with the commit
+            with self.lock, timer, transaction(self.engine) as repo:
                 assert self.core is not None
                 actions = self._decide(repo, self.core, event, now)
         except Exception:
@@ -174,7 +190,9 @@ class SchedulerService:
     def _decide(
         self, repo: Repository, core: Scheduler, event: Event, now: datetime
     ) -> list[d.Start | d.Stop]:
-        return handlers.decide(self, repo, core, event, now)
+        actions = handlers.decide(self, repo, core, event, now)
+        assert self.core is not None  # an ``access`` event puts a fresh core in place
+        return actions + eligibility.follow_up(self, repo, self.core, now)
 
     def _act(self, actions: list[d.Start | d.Stop]) -> None:
         """After the commit: hand started sets to the dispatcher, stop cancelled ones."""
@@ -187,5 +205,8 @@ class SchedulerService:
     def _rebuild(self, *, catch_up: bool) -> None:
         with self.lock, transaction(self.engine) as repo:
             self.core = bridge.rebuild(repo, self.settings.scheduler())
+            self.wake_at = repo.next_pause_end()
             actions = bridge.resume(repo, self.core, now=self.clock()) if catch_up else []
+            if catch_up:  # what ended while nobody scheduled: dependents, pauses run out
+                actions += eligibility.follow_up(self, repo, self.core, self.clock())
         self._act(actions)

@@ -22,7 +22,7 @@ from sqlalchemy import Engine, text
 from sqlalchemy.engine import make_url
 
 from labq.api.events import QueueRow
-from labq.service.loop import JOB_EVENTS, KINDS, SchedulerService
+from labq.service.loop import JOB_EVENTS, KINDS, SET_EVENTS, SchedulerService
 
 CHANNEL: Final = "labq_events"
 RECONNECT_EVERY: Final = 2.0
@@ -43,7 +43,7 @@ def decode(payload: str) -> tuple[str, int | str | None] | None:
     kind, sep, raw = payload.partition(":")
     if not sep or kind not in KINDS:
         return None
-    if kind in JOB_EVENTS:
+    if kind in JOB_EVENTS | SET_EVENTS:
         return (kind, int(raw)) if raw.isdigit() else None
     return kind, raw or None
 
@@ -109,6 +109,18 @@ class EventRouter:
     def access_changed(self) -> None:
         """Pools or rules changed."""
         self._send("access", None)
+
+    def locks_changed(self, set_id: int) -> None:
+        """A running set took or let go of locks."""
+        self._send("locks", set_id)
+
+    def filters_changed(self) -> None:
+        """A filter rule was added or removed."""
+        self._send("filters", None)
+
+    def pause_changed(self, lab: str) -> None:
+        """A lab's queue was paused or resumed."""
+        self._send("pause", lab)
 
     def queue_view(self) -> list[QueueRow]:
         """The leader's view here; a standby builds one from the database."""

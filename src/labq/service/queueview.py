@@ -9,17 +9,26 @@ from labq.domain.model import EVERYBODY
 from labq.domain.priority import Priority
 from labq.scheduler.core import Scheduler
 from labq.scheduler.entries import SetEntry
-from labq.scheduler.order import aged_priority
+from labq.scheduler.order import age_of, aged_priority, predictive_weight
 from labq.store import epoch
 
 Caps = dict[tuple[str, str], Priority | None]
 
 
 def rows(core: Scheduler, now: datetime) -> list[QueueRow]:
-    """Every waiting set, best rank first."""
+    """Every waiting set in queue order: nominal priority, predictive weight, first come.
+
+    Effective priority depends on the system offered (its pools), so it is shown
+    for each row but does not order the list.
+    """
     at = epoch(now)
     waiting = [s for s in core.sets.values() if s.waiting]
-    waiting.sort(key=core.rank_of, reverse=True)
+
+    def order(entry: SetEntry) -> tuple[int, float, float, int]:
+        nominal, _submitted, _id = core.rank_of(entry)
+        return (nominal, -predictive_weight(entry, at, core.config), -entry.submitted, -entry.id)
+
+    waiting.sort(key=order, reverse=True)
     caps: Caps = {}  # runs under the scheduler's lock: work out each (class, group) once
     return [_row(core, entry, position, at, caps) for position, entry in enumerate(waiting, 1)]
 
@@ -39,6 +48,10 @@ def _row(core: Scheduler, entry: SetEntry, position: int, at: float, caps: Caps)
         age_s=max(0.0, at - entry.submitted),
         hold=hold,
         lab=entry.lab,
+        spv=round(entry.spv, 3),
+        weight=round(predictive_weight(entry, at, core.config), 3),
+        age_ticks=age_of(entry, at, core.config),
+        waits_for=core.waits_for(entry),
     )
 
 

@@ -155,6 +155,7 @@ class JobStore(PeopleStore, RecipeMoves, JobLoader):
             ref_commit=ref.get("commit"),
             source_format=fmt,
             depends=job["depends"],
+            reason=job["reason"],
             meta=job["metadata"],
             spec=job,
         )

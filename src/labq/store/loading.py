@@ -187,6 +187,7 @@ def _job_view(row: AnyRow, sets: list[RecipeSetView]) -> JobView:
             "group": row.group,
             "owner": row.owner,
             "depends": row.depends,
+            "reason": row.reason,
             "ref": ref,
             "recipe_sets": [s.spec for s in sets if s.retry_of is None],
             "metadata": row.meta,

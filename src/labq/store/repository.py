@@ -13,8 +13,10 @@ from contextlib import contextmanager
 from sqlalchemy import Engine, select
 
 from labq.store.access import AccessStore
+from labq.store.admission import AdmissionStore
 from labq.store.database import READ_ONLY
 from labq.store.listing import JobListing
+from labq.store.locks import LockStore
 from labq.store.passwords import PasswordStore
 from labq.store.reporting import ReportStore
 from labq.store.retries import RetryStore
@@ -27,6 +29,7 @@ from labq.store.views import ActivityEntry
 
 class Repository(
     RestoreStore,
+    AdmissionStore,
     AccessStore,
     RetryStore,
     JobListing,
@@ -34,9 +37,11 @@ class Repository(
     PasswordStore,
     ReportStore,
     SupervisorStore,
+    LockStore,
 ):
     """Labs, systems, pools, people, access rules, jobs, recipe moves and the activity log;
-    tokens and passwords; task reports and supervisors; what the scheduler rebuilds from.
+    tokens and passwords; task reports and supervisors; what the scheduler rebuilds from;
+    dependencies, filter rules and paused lab queues.
     """
 
     def activity(

@@ -17,12 +17,13 @@ from labq.domain.locks import parse_locks
 from labq.domain.model import System
 from labq.domain.priority import Priority
 from labq.domain.states import RecipeState, Usage
+from labq.store.admission import AdmissionStore
 from labq.store.systems import SystemStore
 from labq.store.tables import Groups, Jobs, Labs, RecipeExcludes, Recipes, RecipeSets, Systems
 from labq.store.views import UnfinishedRecipe, UnfinishedSet
 
 
-class RestoreStore(SystemStore):
+class RestoreStore(AdmissionStore, SystemStore):
     """Reads for the scheduler's rebuild: systems in the order added, unfinished sets."""
 
     def systems_as_added(self) -> list[System]:
@@ -65,7 +66,8 @@ class RestoreStore(SystemStore):
             .outerjoin(Labs, Labs.id == RecipeSets.lab_id)
             .where(*where)
             .order_by(RecipeSets.id)
-        )
+        ).all()
+        admitted = self.admission_of({row.job_id for row in rows})  # dependencies, filters
         return [
             UnfinishedSet(
                 id=row.id,
@@ -81,6 +83,8 @@ class RestoreStore(SystemStore):
                 started_at=row.started_at,
                 recipes=tuple(recipes[row.id]),
                 locks=LockNeeds.of(parse_locks(row.locks)),
+                blocked=None if row.started_at is not None else admitted[row.job_id].blocked,
+                buckets=admitted[row.job_id].buckets,
             )
             for row in rows
         ]

@@ -201,6 +201,8 @@ class UnfinishedSet:
     started_at: datetime | None
     recipes: tuple[UnfinishedRecipe, ...]
     locks: LockNeeds = NO_NEEDS
+    blocked: str | None = None  # why it may not run yet (a dependency, a filter); waiting only
+    buckets: tuple[tuple[str, int], ...] = ()  # rate-limit buckets (filters, reason)
 
     @property
     def state(self) -> RecipeState:

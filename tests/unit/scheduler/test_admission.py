@@ -80,7 +80,9 @@ def test_a_lab_running_limit_leaves_other_labs_alone() -> None:
     s.pause_lab("lab2", 0.0)
     out = s.submit([one(i, at=i) for i in range(1, 4)], 10.0)
     assert starts(out) == [1]  # lab1 takes one; lab2 is paused
-    assert s.waits_for(s.sets[2]) is None  # not held anywhere: only its turn
+    assert s.waits_for(s.sets[2]) == (
+        "a running slot in lab1 (1 of 1 sets running); the queue of lab2 is paused"
+    )
     out = s.resume_lab("lab2", 11.0)
     assert starts(out) == [2, 3]
     assert {s.sets[2].lab, s.sets[3].lab} == {"lab2"}
@@ -179,3 +181,15 @@ def test_the_running_limit_is_never_exceeded(limit: int, widths: list[int], orde
         s.finish(victim, {}, now)
     assert len(running(s)) <= limit
     assert all(e.finished for e in s.sets.values())  # every set ran in the end
+
+
+def test_a_set_placed_nowhere_says_why_when_every_lab_is_closed_to_it() -> None:
+    s = core(systems=1, labs=("lab1", "lab2"), lab_running_limits=(("lab1", 1),))
+    s.pause_lab("lab2", 0.0)
+    s.submit([one(1), one(2, at=1)], 1.0)
+    assert s.waits_for(s.sets[2]) == (
+        "a running slot in lab1 (1 of 1 sets running); the queue of lab2 is paused"
+    )
+    s.resume_lab("lab3", 2.0)  # a lab the core has no system in: nothing to do
+    assert s.resume_lab("lab2", 3.0)  # set 2 starts in lab2
+    assert s.sets[2].started

@@ -1,0 +1,197 @@
+"""Eligibility controls: ``/filters`` (queue filter rules) and ``/queue/pause|resume|pauses``.
+
+Anyone with a token may list them; only admins change them. A change is
+committed, then the scheduler is told (``filters_changed``, ``pause_changed``)
+and judges the sets that have not started yet again. :func:`admit_job` is the
+part of submitting a job that belongs here: its dependencies are stored and a
+reject rule refuses it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Annotated, Any, Final, Literal
+
+from fastapi import APIRouter
+from pydantic import Field
+
+from labq.api.deps import AdminDep, StateDep, UserDep
+from labq.api.errors import ApiError
+from labq.api.events import tell
+from labq.api.schemas import Body, Name, Reason
+from labq.domain import filters
+from labq.domain.job import JobSpec
+from labq.store import Repository, reading, transaction
+from labq.store.admission import FilterView, PauseView
+
+router = APIRouter(prefix="/filters", tags=["filters"])
+pauses = APIRouter(prefix="/queue", tags=["queue"])
+
+MAX_PREDICATES: Final = 32
+MAX_PAUSE_S: Final = 10 * 365 * 24 * 3600  # ten years: longer is "until resumed"
+Action = Literal["accept", "continue", "pause", "reject", "rate-limit"]
+
+
+class FilterBody(Body):
+    """A filter rule: predicates are ``FIELD OP VALUE`` texts (``owner=alice``, ``job>=12``)."""
+
+    action: Action
+    rate: Annotated[int, Field(ge=1)] | None = None
+    priority: Annotated[int, Field(ge=0, le=1_000_000)] = 0
+    predicates: Annotated[
+        list[Annotated[str, Field(max_length=1100)]], Field(max_length=MAX_PREDICATES)
+    ] = Field(default_factory=list)
+    comment: Reason | None = None
+
+
+class PauseBody(Body):
+    """Pause a lab's queue until a time (ISO 8601 with a zone), for seconds, or until resumed."""
+
+    lab: Name
+    until: Annotated[str, Field(max_length=64)] | None = None
+    for_s: Annotated[float, Field(gt=0, le=MAX_PAUSE_S)] | None = None
+    reason: Reason | None = None
+
+
+class ResumeBody(Body):
+    """The lab whose queue moves again."""
+
+    lab: Name
+
+
+# --- filters ---------------------------------------------------------------------------
+
+
+@router.get("")
+def list_filters(app: StateDep, _: UserDep) -> dict[str, Any]:
+    """Every rule, in the order they are tried (priority, then id)."""
+    with reading(app.engine) as repo:
+        return {"filters": [filter_json(f) for f in repo.list_filters()]}
+
+
+@router.post("", status_code=201)
+def add_filter(body: FilterBody, app: StateDep, admin: AdminDep) -> dict[str, Any]:
+    """Add a rule (admins); sets not started yet are judged again, reject cancels."""
+    predicates = []
+    for index, text in enumerate(body.predicates):
+        try:
+            predicates.append(filters.parse_predicate(text))
+        except filters.FilterError as exc:
+            place = f"predicates[{index}]"
+            raise ApiError(422, f"{place}: {exc}", place=place) from None
+    try:
+        filters.check_rule(body.action, body.rate, body.priority)
+    except filters.FilterError as exc:
+        raise ApiError(422, f"rate: {exc}", place="rate") from None
+    with transaction(app.engine) as repo:
+        rule = repo.add_filter(
+            action=body.action,
+            rate=body.rate,
+            priority=body.priority,
+            predicates=predicates,
+            comment=body.comment,
+            actor=admin.name,
+            now=app.clock(),
+        )
+        view = next(f for f in repo.list_filters() if f.rule.id == rule.id)
+    tell(app.events.filters_changed)
+    return filter_json(view)
+
+
+@router.delete("/{filter_id}")
+def delete_filter(filter_id: int, app: StateDep, admin: AdminDep) -> dict[str, Any]:
+    """Remove a rule (admins); the sets it held are judged again."""
+    with transaction(app.engine) as repo:
+        repo.delete_filter(filter_id, actor=admin.name, now=app.clock())
+    tell(app.events.filters_changed)
+    return {"id": filter_id, "deleted": True}
+
+
+def filter_json(view: FilterView) -> dict[str, Any]:
+    """A rule as the API shows it."""
+    rule = view.rule
+    return {
+        "id": rule.id,
+        "priority": rule.priority,
+        "action": rule.action,
+        "rate": rule.rate,
+        "predicates": [str(p) for p in rule.predicates],
+        "comment": rule.comment,
+        "created_by": view.created_by,
+        "created_at": view.created_at,
+    }
+
+
+def admit_job(repo: Repository, job_id: int, spec: JobSpec) -> None:
+    """Inside the submitting transaction: store ``depends`` (422 naming ``depends[i]``) and
+    refuse the job while a reject rule matches it (409); either way nothing is stored."""
+    repo.add_dependencies(job_id, spec.depends)
+    rule = repo.rejecting_rule(job_id)
+    if rule is not None:
+        raise ApiError(409, f"the job is refused: rejected by {rule.describe()}")
+
+
+# --- paused lab queues -----------------------------------------------------------------
+
+
+@pauses.get("/pauses")
+def list_pauses(app: StateDep, _: UserDep) -> dict[str, Any]:
+    """The labs whose queue is paused now."""
+    with reading(app.engine) as repo:
+        return {"pauses": [pause_json(p) for p in repo.list_pauses(now=app.clock())]}
+
+
+@pauses.post("/pause")
+def pause_queue(body: PauseBody, app: StateDep, admin: AdminDep) -> dict[str, Any]:
+    """Pause a lab's queue (admins): nothing new starts or takes systems there; runs go on."""
+    now = app.clock()
+    until = _until(body, now)
+    with transaction(app.engine) as repo:
+        view = repo.pause_queue(
+            body.lab, until=until, reason=body.reason, actor=admin.name, now=now
+        )
+    tell(lambda: app.events.pause_changed(body.lab))
+    return pause_json(view)
+
+
+@pauses.post("/resume")
+def resume_queue(body: ResumeBody, app: StateDep, admin: AdminDep) -> dict[str, Any]:
+    """Let a lab's queue move again (admins); ``resumed`` is false when it was not paused."""
+    with transaction(app.engine) as repo:
+        resumed = repo.resume_queue(body.lab, actor=admin.name, now=app.clock())
+    if resumed:
+        tell(lambda: app.events.pause_changed(body.lab))
+    return {"lab": body.lab, "resumed": resumed}
+
+
+def pause_json(view: PauseView) -> dict[str, Any]:
+    """A paused lab queue as the API shows it."""
+    return {
+        "lab": view.lab,
+        "since": view.since,
+        "until": view.until,
+        "reason": view.reason,
+        "paused_by": view.paused_by,
+    }
+
+
+def _until(body: PauseBody, now: datetime) -> datetime | None:
+    if body.until is not None and body.for_s is not None:
+        raise ApiError(422, "give 'until' or 'for_s', not both", place="for_s")
+    if body.for_s is not None:
+        return now + timedelta(seconds=body.for_s)
+    if body.until is None:
+        return None
+    try:
+        until = datetime.fromisoformat(body.until)
+    except ValueError:
+        raise ApiError(
+            422, f"until: {body.until!r} is not an ISO 8601 time", place="until"
+        ) from None
+    if until.tzinfo is None:
+        raise ApiError(
+            422, f"until: {body.until!r} needs a time zone (e.g. 'Z' or '+02:00')", place="until"
+        )
+    if until <= now:
+        raise ApiError(422, f"until: {body.until!r} is not in the future", place="until")
+    return until

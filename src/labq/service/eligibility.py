@@ -1,0 +1,117 @@
+"""Eligibility before order, in the scheduler thread: dependencies, filters, paused labs.
+
+What blocks a set and which rate-limit buckets it counts in are read from the
+database with the set itself (``Repository.unfinished_sets``), so a submitted,
+retried or rebuilt set reaches the core with them. Here is what changes them
+later, each inside the event's transaction:
+
+- :func:`follow_up`, after every event: pauses whose time ran out end, and the
+  dependents of jobs that ended are unblocked, or cancelled (with the reason)
+  when a dependency ended in a state they do not accept.
+- :func:`filters_changed`: every set not started yet is judged again by the
+  rules; one ``change_eligibility`` call, and the jobs a reject rule now
+  matches are cancelled.
+- :func:`pause_changed`: a lab's queue was paused or resumed through the API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Final
+
+from labq.scheduler import decisions as d
+from labq.scheduler.core import Scheduler
+from labq.scheduler.entries import Eligibility
+from labq.service import bridge
+from labq.store import Repository, epoch
+from labq.store.admission import JobAdmission
+
+if TYPE_CHECKING:
+    from labq.service.loop import SchedulerService
+
+ACTOR: Final = "scheduler"
+MAX_ROUNDS: Final = 1000  # a cancelled job ends too: its own dependents come next
+
+Actions = list[d.Start | d.Stop]
+
+
+def follow_up(
+    service: SchedulerService, repo: Repository, core: Scheduler, now: datetime
+) -> Actions:
+    """After an event: end the pauses that ran out, and settle the dependents of ended jobs."""
+    out: Actions = []
+    if service.wake_at is not None and service.wake_at <= now:
+        for lab in repo.expire_pauses(now):
+            out += bridge.settle(repo, core, _resume(core, lab, epoch(now)), now=now)
+        service.wake_at = repo.next_pause_end()
+    for _ in range(MAX_ROUNDS):
+        # a dependency once met stays met: only sets the core still holds back need a look
+        review = {
+            job: sets
+            for job, sets in repo.dependents_to_review().items()
+            if any(s in core.sets and core.sets[s].blocked is not None for s in sets)
+        }
+        if not review:
+            break
+        verdicts = repo.admission_of(review.keys())
+        out += _apply(repo, core, review, verdicts, now)
+        if not any(v.refused for v in verdicts.values()):
+            break
+    return out
+
+
+def filters_changed(repo: Repository, core: Scheduler, now: datetime) -> Actions:
+    """Rules were added or removed: judge every set not started yet again."""
+    waiting = repo.waiting_sets()
+    return _apply(repo, core, waiting, repo.admission_of(waiting.keys()), now)
+
+
+def pause_changed(
+    service: SchedulerService, repo: Repository, core: Scheduler, lab: str, now: datetime
+) -> Actions:
+    """A lab's queue was paused or resumed: the core follows the database."""
+    at = epoch(now)
+    paused = {p.lab for p in repo.list_pauses(now=now)}
+    decisions = core.pause_lab(lab, at) if lab in paused else _resume(core, lab, at)
+    service.wake_at = repo.next_pause_end()
+    return bridge.settle(repo, core, decisions, now=now)
+
+
+# --- the parts ---------------------------------------------------------------------
+
+
+def _apply(
+    repo: Repository,
+    core: Scheduler,
+    sets_of: Mapping[int, Iterable[int]],
+    verdicts: Mapping[int, JobAdmission],
+    now: datetime,
+) -> Actions:
+    """Cancel the waiting sets of refused jobs; tell the core what changed for the others."""
+    at = epoch(now)
+    out: Actions = []
+    updates: dict[int, Eligibility] = {}
+    for job_id, set_ids in sorted(sets_of.items()):
+        verdict = verdicts.get(job_id)
+        if verdict is None:
+            continue
+        if verdict.refused is not None:
+            cancelled = repo.cancel_sets(set_ids, reason=verdict.refused, actor=ACTOR, now=now)
+            known = [s for s in cancelled if s in core.sets]
+            if known:
+                out += bridge.settle(repo, core, core.cancel(known, at), now=now)
+            continue
+        for set_id in set_ids:
+            entry = core.sets.get(set_id)
+            if entry is None or not entry.waiting:
+                continue
+            if (entry.blocked, entry.buckets) != (verdict.blocked, verdict.buckets):
+                updates[set_id] = Eligibility(verdict.blocked, verdict.buckets)
+    if updates:
+        out += bridge.settle(repo, core, core.change_eligibility(updates, at), now=now)
+    return out
+
+
+def _resume(core: Scheduler, lab: str, at: float) -> list[d.Decision]:
+    return core.resume_lab(lab, at)

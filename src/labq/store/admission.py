@@ -1,0 +1,448 @@
+"""Eligibility before order: job dependencies, filter rules and paused lab queues.
+
+What a set may do before the queue order even looks at it is decided from
+rows: the job's dependencies (``job_dependencies``) and the end states of the
+jobs it waits for, the filter rules (``filters``) applied to the job's facts,
+and the ``rate-limit:N:label`` items of its reason. :meth:`admission_of` turns
+those into what the scheduler needs (a block reason and rate-limit buckets);
+the judging itself is pure (:mod:`labq.domain.dependencies`,
+:mod:`labq.domain.filters`). Paused lab queues are rows of ``lab_pauses``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import delete, exists, func, insert, select, update
+from sqlalchemy.orm import aliased
+
+from labq.domain import filters
+from labq.domain.dependencies import Dependency, Edge, find_cycle, states_text, verdict
+from labq.domain.states import FINAL_RECIPE_STATES, RecipeState, derived_state
+from labq.errors import InputError, NotFoundError
+from labq.store.columns import values_of
+from labq.store.moves import RecipeMoves
+from labq.store.tables import (
+    Filters,
+    Groups,
+    JobDependencies,
+    Jobs,
+    LabPauses,
+    Labs,
+    Recipes,
+    RecipeSets,
+    Users,
+)
+from labq.store.views import current_attempts
+
+
+@dataclass(frozen=True)
+class JobAdmission:
+    """What a job's sets may do: blocked (why), which buckets, or refused for good (why)."""
+
+    blocked: str | None = None
+    buckets: tuple[tuple[str, int], ...] = ()
+    refused: str | None = None  # a dependency ended wrongly, or a reject rule matches
+
+
+@dataclass(frozen=True)
+class FilterView:
+    """A stored filter rule, with who made it and when."""
+
+    rule: filters.Rule
+    created_by: str | None
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class PauseView:
+    """A paused lab queue: since when, until when (None: until resumed), why, by whom."""
+
+    lab: str
+    since: datetime
+    until: datetime | None
+    reason: str | None
+    paused_by: str | None
+
+
+class AdmissionStore(RecipeMoves):
+    """Dependencies, filters, pauses, and what they mean for a job's sets."""
+
+    # --- dependencies -------------------------------------------------------------
+
+    def add_dependencies(self, job_id: int, depends: Sequence[Dependency]) -> list[Edge]:
+        """Resolve and store a new job's ``depends``; raise InputError naming ``depends[i]``.
+
+        Refused: a job that does not exist, the job itself, a job listed twice, a
+        job that already ended in a state the dependency does not accept, and
+        anything that would close a cycle. Nothing is stored if one is refused.
+        """
+        with self.atomic():
+            edges: list[Edge] = []
+            for index, dependency in enumerate(depends):
+                place = f"depends[{index}]"
+                target = self._resolve(job_id, dependency.job, place)
+                if target == job_id:
+                    raise InputError(
+                        f"job {target} is this job: a job cannot wait for itself"
+                        " (a dependency cycle)",
+                        place=place,
+                    )
+                if any(e.on == target for e in edges):
+                    raise InputError(f"job {target} is listed twice", place=place)
+                edges.append(Edge(target, dependency.on))
+            ended = self.ended_jobs([e.on for e in edges])
+            for index, edge in enumerate(edges):
+                state = ended.get(edge.on)
+                if state is not None and state not in edge.accepts:
+                    raise InputError(
+                        f"job {edge.on} ended {state.value}; this job needs"
+                        f" {states_text(edge.accepts)}",
+                        place=f"depends[{index}]",
+                    )
+            cycle = find_cycle(self._graph_from(job_id, [e.on for e in edges]), job_id)
+            if cycle is not None:
+                path = " → ".join(str(j) for j in cycle)
+                raise InputError(f"a dependency cycle: job {path}", place="depends")
+            if edges:
+                self.conn.execute(
+                    insert(JobDependencies),
+                    [
+                        {"job_id": job_id, "depends_on": e.on, "satisfied_by": _names(e.accepts)}
+                        for e in edges
+                    ],
+                )
+        return edges
+
+    def dependencies_of(self, job_ids: Collection[int]) -> dict[int, list[Edge]]:
+        """The stored dependencies of some jobs, by job (jobs without any are left out)."""
+        out: dict[int, list[Edge]] = defaultdict(list)
+        if not job_ids:
+            return out
+        rows = self.conn.execute(
+            select(JobDependencies.job_id, JobDependencies.depends_on, JobDependencies.satisfied_by)
+            .where(JobDependencies.job_id.in_(list(job_ids)))
+            .order_by(JobDependencies.job_id, JobDependencies.depends_on)
+        )
+        for job_id, target, accepts in rows:
+            out[job_id].append(Edge(target, tuple(RecipeState(s) for s in accepts)))
+        return out
+
+    def ended_jobs(self, job_ids: Iterable[int]) -> dict[int, RecipeState]:
+        """The end state of each of these jobs that has ended (every current set final)."""
+        wanted = sorted(set(job_ids))
+        if not wanted:
+            return {}
+        rows = self.conn.execute(
+            select(RecipeSets.job_id, RecipeSets.id, RecipeSets.retry_of, Recipes.state)
+            .join(Recipes, Recipes.recipe_set_id == RecipeSets.id)
+            .where(RecipeSets.job_id.in_(wanted))
+        ).all()
+        sets: dict[int, dict[int, tuple[int | None, list[RecipeState]]]] = defaultdict(dict)
+        for job_id, set_id, retry_of, state in rows:
+            sets[job_id].setdefault(set_id, (retry_of, []))[1].append(RecipeState(state))
+        out = {}
+        for job_id, by_set in sets.items():
+            current = current_attempts(by_set.items(), key=lambda s: (s[0], s[1][0]))
+            states = [state for _, (_, found) in current for state in found]
+            if all(s.is_final for s in states):
+                out[job_id] = derived_state(states)
+        return out
+
+    def dependents_to_review(self) -> dict[int, list[int]]:
+        """Jobs with sets still waiting that depend on a job that has ended: job → those sets.
+
+        Once a job ends its dependents may run (or never will); the service looks
+        at these after every event.
+        """
+        waiting = aliased(RecipeSets)
+        target = aliased(RecipeSets)
+        target_open = exists().where(
+            target.job_id == JobDependencies.depends_on, target.finished_at.is_(None)
+        )
+        rows = self.conn.execute(
+            select(JobDependencies.job_id, waiting.id)
+            .join(waiting, waiting.job_id == JobDependencies.job_id)
+            .where(waiting.started_at.is_(None), waiting.finished_at.is_(None), ~target_open)
+            .distinct()
+            .order_by(JobDependencies.job_id, waiting.id)
+        )
+        out: dict[int, list[int]] = defaultdict(list)
+        for job_id, set_id in rows:
+            out[job_id].append(set_id)
+        return dict(out)
+
+    def waiting_sets(self) -> dict[int, list[int]]:
+        """Every job with sets that have not started nor ended: job → those sets."""
+        rows = self.conn.execute(
+            select(RecipeSets.job_id, RecipeSets.id)
+            .where(RecipeSets.started_at.is_(None), RecipeSets.finished_at.is_(None))
+            .order_by(RecipeSets.job_id, RecipeSets.id)
+        )
+        out: dict[int, list[int]] = defaultdict(list)
+        for job_id, set_id in rows:
+            out[job_id].append(set_id)
+        return dict(out)
+
+    # --- what it all means for a job ------------------------------------------------
+
+    def admission_of(self, job_ids: Collection[int]) -> dict[int, JobAdmission]:
+        """For each job: what blocks its waiting sets, their buckets, or why it is refused."""
+        if not job_ids:
+            return {}
+        facts = self.job_facts(job_ids)
+        rules = self.filter_rules()
+        edges = self.dependencies_of(job_ids)
+        ended = self.ended_jobs(e.on for found in edges.values() for e in found)
+        out = {}
+        for job_id, job in facts.items():
+            deps = verdict(edges.get(job_id, []), ended)
+            decision = filters.decide(rules, job)
+            reasons = [deps.failed, decision.rejected, deps.waiting, decision.blocked]
+            out[job_id] = JobAdmission(
+                blocked="; ".join(r for r in reasons if r) or None,
+                buckets=decision.buckets + filters.reason_buckets(job.reason),
+                refused=deps.failed or decision.rejected,
+            )
+        return out
+
+    def job_facts(self, job_ids: Collection[int]) -> dict[int, filters.JobFacts]:
+        """What filter predicates look at, for each of these jobs that exists."""
+        rows = self.conn.execute(
+            select(Jobs.id, Users.name, Groups.name, Jobs.whiteboard, Jobs.reason)
+            .join(Users, Users.id == Jobs.owner_id)
+            .outerjoin(Groups, Groups.id == Jobs.group_id)
+            .where(Jobs.id.in_(list(job_ids)))
+            .order_by(Jobs.id)
+        )
+        return {row[0]: filters.JobFacts(row[0], row[1], row[2], row[3], row[4]) for row in rows}
+
+    def rejecting_rule(self, job_id: int) -> filters.Rule | None:
+        """The reject rule that decides about this job now, if one does."""
+        facts = self.job_facts([job_id])
+        if job_id not in facts:
+            raise NotFoundError(f"no job {job_id}")
+        decision = filters.decide(self.filter_rules(), facts[job_id])
+        return decision.rule if decision.action == "reject" else None
+
+    def cancel_sets(
+        self, set_ids: Iterable[int], *, reason: str, actor: str, now: datetime
+    ) -> list[int]:
+        """Cancel the unfinished recipes of these sets, saying why; returns the sets touched.
+
+        The reason goes into each recipe's history, the set's error and the activity log.
+        """
+        touched: list[int] = []
+        with self.atomic():
+            jobs: set[int] = set()
+            for set_id in sorted(set(set_ids)):
+                rows = self.conn.execute(
+                    select(Recipes.id, RecipeSets.job_id)
+                    .join(RecipeSets, RecipeSets.id == Recipes.recipe_set_id)
+                    .where(
+                        Recipes.recipe_set_id == set_id,
+                        Recipes.state.not_in(values_of(FINAL_RECIPE_STATES)),
+                    )
+                    .order_by(Recipes.id)
+                ).all()
+                moved = [
+                    self.move_recipe(rid, RecipeState.CANCELLED, now=now, reason=reason)
+                    for rid, _ in rows
+                ]
+                if any(moved):
+                    touched.append(set_id)
+                    jobs.update(job for _, job in rows)
+                    self.conn.execute(
+                        update(RecipeSets).where(RecipeSets.id == set_id).values(error=reason)
+                    )
+            for job_id in sorted(jobs):
+                self._log(now, actor, "job", "cancel", object_id=job_id, reason=reason)
+        return touched
+
+    # --- filter rules -----------------------------------------------------------------
+
+    def add_filter(
+        self,
+        *,
+        action: str,
+        actor: str,
+        now: datetime,
+        priority: int = 0,
+        rate: int | None = None,
+        predicates: Sequence[filters.Predicate] = (),
+        comment: str | None = None,
+    ) -> filters.Rule:
+        """Store a filter rule; raise InputError when action, rate and priority do not agree."""
+        try:
+            filters.check_rule(action, rate, priority)
+        except filters.FilterError as exc:
+            raise InputError(str(exc), place="rate" if "rate" in str(exc) else "action") from None
+        with self.atomic():
+            filter_id = self.conn.execute(
+                insert(Filters)
+                .values(
+                    priority=priority,
+                    action=action,
+                    rate=rate,
+                    predicates=[p.to_native() for p in predicates],
+                    comment=comment,
+                    created_by=self._user_id(actor),
+                    created_at=now,
+                )
+                .returning(Filters.id)
+            ).scalar_one()
+            rule = filters.Rule(filter_id, priority, action, tuple(predicates), rate, comment)
+            self._log(now, actor, "filter", "add", object_id=filter_id, new=_summary(rule))
+        return rule
+
+    def list_filters(self) -> list[FilterView]:
+        """Every filter rule, in the order they are tried."""
+        rows = self.conn.execute(
+            select(Filters, Users.name.label("creator"))
+            .outerjoin(Users, Users.id == Filters.created_by)
+            .order_by(Filters.priority, Filters.id)
+        )
+        return [FilterView(_rule(row), row.creator, row.created_at) for row in rows]
+
+    def filter_rules(self) -> list[filters.Rule]:
+        """Every filter rule, in the order they are tried."""
+        rows = self.conn.execute(select(Filters).order_by(Filters.priority, Filters.id))
+        return [_rule(row) for row in rows]
+
+    def delete_filter(self, filter_id: int, *, actor: str, now: datetime) -> filters.Rule:
+        """Remove a filter rule; returns it (NotFoundError when there is none)."""
+        with self.atomic():
+            row = self.conn.execute(select(Filters).where(Filters.id == filter_id)).one_or_none()
+            if row is None:
+                raise NotFoundError(f"no filter {filter_id}")
+            rule = _rule(row)
+            self.conn.execute(delete(Filters).where(Filters.id == filter_id))
+            self._log(now, actor, "filter", "delete", object_id=filter_id, old=_summary(rule))
+        return rule
+
+    # --- paused lab queues -------------------------------------------------------------
+
+    def pause_queue(
+        self,
+        lab: str,
+        *,
+        actor: str,
+        now: datetime,
+        until: datetime | None = None,
+        reason: str | None = None,
+    ) -> PauseView:
+        """Pause a lab's queue (again: the new end and reason replace the old)."""
+        if until is not None and until <= now:
+            raise InputError("the pause must end in the future", place="until")
+        with self.atomic():
+            lab_id = self._lab_id(lab)
+            self.conn.execute(delete(LabPauses).where(LabPauses.lab_id == lab_id))
+            self.conn.execute(
+                insert(LabPauses).values(
+                    lab_id=lab_id,
+                    since=now,
+                    until=until,
+                    reason=reason,
+                    paused_by=self._user_id(actor),
+                )
+            )
+            self._log(now, actor, "lab", "pause", name=lab, new=until, reason=reason)
+        return PauseView(lab, now, None if until is None else until.astimezone(UTC), reason, actor)
+
+    def resume_queue(self, lab: str, *, actor: str, now: datetime) -> bool:
+        """Resume a lab's queue; False when it was not paused."""
+        with self.atomic():
+            lab_id = self._lab_id(lab)
+            gone = self.conn.execute(delete(LabPauses).where(LabPauses.lab_id == lab_id))
+            if gone.rowcount == 0:
+                return False
+            self._log(now, actor, "lab", "resume", name=lab)
+        return True
+
+    def list_pauses(self, *, now: datetime | None = None) -> list[PauseView]:
+        """Paused lab queues by lab; with ``now``, only those whose pause has not run out."""
+        stmt = (
+            select(Labs.name, LabPauses.since, LabPauses.until, LabPauses.reason, Users.name)
+            .join(Labs, Labs.id == LabPauses.lab_id)
+            .outerjoin(Users, Users.id == LabPauses.paused_by)
+            .order_by(Labs.name)
+        )
+        if now is not None:
+            stmt = stmt.where(LabPauses.until.is_(None) | (LabPauses.until > now))
+        return [PauseView(*row) for row in self.conn.execute(stmt)]
+
+    def expire_pauses(self, now: datetime) -> list[str]:
+        """Remove the pauses that have run out by ``now``; returns their labs."""
+        with self.atomic():
+            rows = self.conn.execute(
+                select(LabPauses.lab_id, Labs.name)
+                .join(Labs, Labs.id == LabPauses.lab_id)
+                .where(LabPauses.until.is_not(None), LabPauses.until <= now)
+                .order_by(Labs.name)
+            ).all()
+            if rows:
+                ids = [lab_id for lab_id, _ in rows]
+                self.conn.execute(delete(LabPauses).where(LabPauses.lab_id.in_(ids)))
+                for _, name in rows:
+                    self._log(now, "scheduler", "lab", "resume", name=name, reason="pause ended")
+        return [name for _, name in rows]
+
+    def next_pause_end(self) -> datetime | None:
+        """When the first pause with an end runs out (None: none has one)."""
+        found: datetime | None = self.conn.execute(select(func.min(LabPauses.until))).scalar()
+        return found
+
+    # --- the parts --------------------------------------------------------------------
+
+    def _resolve(self, job_id: int, target: int | str, place: str) -> int:
+        if isinstance(target, int):
+            found = self.conn.execute(select(Jobs.id).where(Jobs.id == target)).scalar()
+            if found is None:
+                raise InputError(f"there is no job {target}", place=place)
+            return target
+        newest = self.conn.execute(
+            select(func.max(Jobs.id)).where(Jobs.whiteboard == target, Jobs.id < job_id)
+        ).scalar()
+        if newest is None:
+            raise InputError(f"no earlier job has the whiteboard {target!r}", place=place)
+        return int(newest)
+
+    def _graph_from(self, job_id: int, targets: Sequence[int]) -> dict[int, set[int]]:
+        """The dependency graph reachable from ``targets``, plus the new job's own edges."""
+        graph: dict[int, set[int]] = {job_id: set(targets)}
+        frontier = set(targets) - {job_id}
+        seen = set(frontier)
+        while frontier:
+            rows = self.conn.execute(
+                select(JobDependencies.job_id, JobDependencies.depends_on).where(
+                    JobDependencies.job_id.in_(sorted(frontier))
+                )
+            ).all()
+            frontier = set()
+            for source, target in rows:
+                graph.setdefault(source, set()).add(target)
+                if target not in seen:
+                    seen.add(target)
+                    frontier.add(target)
+        return graph
+
+
+def _names(states: Iterable[RecipeState]) -> list[str]:
+    return [s.value for s in states]
+
+
+def _rule(row: Any) -> filters.Rule:
+    predicates = tuple(
+        filters.make_predicate(p["field"], p["op"], p["value"]) for p in row.predicates
+    )
+    return filters.Rule(row.id, row.priority, row.action, predicates, row.rate, row.comment)
+
+
+def _summary(rule: filters.Rule) -> str:
+    action = f"rate-limit {rule.rate}" if rule.action == "rate-limit" else rule.action
+    where = " ".join(str(p) for p in rule.predicates) or "every job"
+    return f"{action} if {where} (priority {rule.priority})"

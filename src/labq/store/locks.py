@@ -1,0 +1,184 @@
+"""The lock service's storage: held locks and waiters, changed under one lock.
+
+Every operation loads the lock rows into a :class:`~labq.domain.locktable.LockTable`,
+applies the domain's rules there and writes back what changed, so the rules
+live in one place. Operations wait for one another: SQLite's transactions take
+the write lock when they begin; on PostgreSQL a transaction-level advisory lock
+is taken first. A waiter that has not asked again for ``WAITER_TTL`` (its
+supervisor or task died) is dropped, so it cannot block the queue for ever.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Final
+
+from sqlalchemy import delete, insert, select, text, update
+
+from labq.domain.locktable import Blocker, Grant, LockTable, Outcome, Request
+from labq.errors import ConflictError, NotFoundError
+from labq.store.base import StoreBase
+from labq.store.columns import epoch, from_epoch
+from labq.store.tables import LockGrants, LockWaiters, RecipeSets
+
+WAITER_TTL: Final = timedelta(seconds=60)
+_PG_LOCKS_KEY: Final = 0x6C616271_6C6B  # "labq" "lk": the lock service's advisory lock
+
+
+@dataclass(frozen=True)
+class LockWait:
+    """A set waiting for locks: what it asked for, since when, and what stands in its way."""
+
+    set_id: int
+    grants: tuple[Grant, ...]
+    since: datetime
+    blockers: tuple[Blocker, ...]
+
+
+class LockStore(StoreBase):
+    """Acquiring and releasing locks for running recipe sets; who holds and who waits."""
+
+    def acquire_locks(
+        self, set_id: int, grants: Sequence[Grant], *, now: datetime, wait: bool = True
+    ) -> Outcome:
+        """All of ``grants`` for the set, or none: granted, waiting (queued) or refused.
+
+        Asking again while waiting keeps the set's place and keeps it alive.
+        """
+        with self.atomic():
+            self._serialise()
+            self._check_running(set_id)
+            table = self._load(now)
+            before = _snapshot(table)
+            outcome = table.acquire(set_id, grants, epoch(now), wait=wait)
+            self._write(table, before, now)
+            if not outcome.granted and wait and outcome.refused is None:
+                self.conn.execute(
+                    update(LockWaiters)
+                    .where(LockWaiters.recipe_set_id == set_id)
+                    .values(seen_at=now)
+                )
+            return outcome
+
+    def release_locks(
+        self, set_id: int, grants: Iterable[Grant] | None = None, *, now: datetime
+    ) -> list[int]:
+        """Let go of some of a set's locks (all, and its wait, when None); the sets served."""
+        with self.atomic():
+            self._serialise()
+            table = self._load(now)
+            before = _snapshot(table)
+            served: list[Request] = table.release(set_id, None if grants is None else list(grants))
+            self._write(table, before, now)
+            return sorted({r.owner for r in served})
+
+    def held_locks(self, set_ids: Iterable[int] | None = None) -> dict[int, tuple[Grant, ...]]:
+        """The locks each set holds (every set with one, or only ``set_ids``)."""
+        stmt = select(LockGrants).order_by(LockGrants.id)
+        if set_ids is not None:
+            stmt = stmt.where(LockGrants.recipe_set_id.in_(list(set_ids)))
+        out: dict[int, list[Grant]] = {}
+        for row in self.conn.execute(stmt):
+            out.setdefault(row.recipe_set_id, []).append(_grant(row))
+        return {set_id: tuple(sorted(grants)) for set_id, grants in out.items()}
+
+    def lock_waits(self, *, now: datetime) -> list[LockWait]:
+        """Sets waiting for locks, first come first, with what blocks each (stale ones left out)."""
+        table = self._load(now, drop_stale=False)
+        return [
+            LockWait(r.owner, r.grants, from_epoch(r.since), table.waiting_on(r.owner))
+            for r in table.waiters
+        ]
+
+    def release_ended_locks(self, *, now: datetime) -> list[int]:
+        """Locks and waits of sets that have ended (a safety net); the sets served."""
+        ended = select(RecipeSets.id).where(RecipeSets.finished_at.is_not(None))
+        owners = {
+            *self.conn.scalars(
+                select(LockGrants.recipe_set_id).where(LockGrants.recipe_set_id.in_(ended))
+            ),
+            *self.conn.scalars(
+                select(LockWaiters.recipe_set_id).where(LockWaiters.recipe_set_id.in_(ended))
+            ),
+        }
+        served: set[int] = set()
+        for owner in sorted(owners):
+            served.update(self.release_locks(owner, now=now))
+        return sorted(served - owners)
+
+    # --- the parts -----------------------------------------------------------------
+
+    def _serialise(self) -> None:
+        if self.conn.dialect.name == "postgresql":
+            self.conn.execute(text(f"SELECT pg_advisory_xact_lock({_PG_LOCKS_KEY})"))
+
+    def _check_running(self, set_id: int) -> None:
+        row = self.conn.execute(
+            select(RecipeSets.started_at, RecipeSets.finished_at).where(RecipeSets.id == set_id)
+        ).one_or_none()
+        if row is None:
+            raise NotFoundError(f"no recipe set {set_id}")
+        if row.started_at is None or row.finished_at is not None:
+            raise ConflictError(f"recipe set {set_id} is not running: only running sets take locks")
+
+    def _load(self, now: datetime, *, drop_stale: bool = True) -> LockTable:
+        if drop_stale:
+            self.conn.execute(delete(LockWaiters).where(LockWaiters.seen_at < now - WAITER_TTL))
+        table = LockTable()
+        for row in self.conn.execute(select(LockGrants)):
+            table.held.setdefault(row.recipe_set_id, set()).add(_grant(row))
+        for waiter in self.conn.execute(select(LockWaiters).order_by(LockWaiters.id)):
+            grants = tuple(Grant(str(g[0]), str(g[1]), bool(g[2])) for g in waiter.grants)
+            table.waiters.append(Request(waiter.recipe_set_id, grants, epoch(waiter.since)))
+        return table
+
+    def _write(self, table: LockTable, before: _Snapshot, now: datetime) -> None:
+        """Write back the difference between ``before`` and the table now."""
+        held_before, waiting_before = before
+        held_after, waiting_after = _snapshot(table)
+        for owner, grant in held_before - held_after:
+            self.conn.execute(
+                delete(LockGrants).where(
+                    LockGrants.recipe_set_id == owner,
+                    LockGrants.level == grant.level,
+                    LockGrants.name == grant.name,
+                    LockGrants.exclusive == grant.exclusive,
+                )
+            )
+        for owner, grant in sorted(held_after - held_before):
+            self.conn.execute(
+                insert(LockGrants).values(
+                    recipe_set_id=owner,
+                    level=grant.level,
+                    name=grant.name,
+                    exclusive=grant.exclusive,
+                    acquired_at=now,
+                )
+            )
+        for owner, grants in waiting_before.items():
+            if waiting_after.get(owner) != grants:  # served, dropped, or asking for other locks
+                self.conn.execute(delete(LockWaiters).where(LockWaiters.recipe_set_id == owner))
+        for owner, grants in waiting_after.items():
+            if waiting_before.get(owner) != grants:
+                self.conn.execute(
+                    insert(LockWaiters).values(
+                        recipe_set_id=owner,
+                        grants=[[g.level, g.name, g.exclusive] for g in grants],
+                        since=now,
+                        seen_at=now,
+                    )
+                )
+
+
+_Snapshot = tuple[set[tuple[int, Grant]], dict[int, tuple[Grant, ...]]]
+
+
+def _snapshot(table: LockTable) -> _Snapshot:
+    held = {(owner, grant) for owner, grants in table.held.items() for grant in grants}
+    return held, {r.owner: r.grants for r in table.waiters}
+
+
+def _grant(row: Any) -> Grant:
+    return Grant(row.level, row.name, row.exclusive)

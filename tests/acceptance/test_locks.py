@@ -1,0 +1,103 @@
+"""The lock service end to end: a task takes a lock with ``labq lock``, a declared set waits."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from tests.acceptance.conftest import cli, labq_command, wait_for
+
+HOLDER = """
+whiteboard: takes nfs1 at run time
+recipe_sets:
+  - recipes:
+      - tasks:
+          - name: lock
+            run: '{labq} lock acquire storage:nfs1 --exclusive --wait --timeout 30'
+            timeout: 60
+          - name: work
+            run: 'sleep 4; echo "token is $LABQ_TOKEN"'
+            timeout: 60
+"""
+
+DECLARER = """
+whiteboard: declares nfs1
+recipe_sets:
+  - locks: {storage: {exclusive: [nfs1]}}
+    recipes:
+      - tasks:
+          - {name: work, run: 'echo done', timeout: 30}
+"""
+
+
+def poll(check, timeout=30.0, what="a condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_a_set_waits_for_a_lock_a_task_holds_and_runs_once_it_is_released(server, tmp_path):
+    client, data, env = server
+    assert cli(env, "lab", "add", "lab1").returncode == 0
+    for fqdn in ("a.lab1", "b.lab1"):
+        assert cli(env, "system", "add", fqdn, "--lab", "lab1").returncode == 0
+    holder_file = tmp_path / "holder.yaml"
+    holder_file.write_text(HOLDER.format(labq=labq_command()[0]))
+    holder = json.loads(cli(env, "job", "submit", str(holder_file), "--json").stdout)["id"]
+    held = poll(
+        lambda: [h for h in client.get("/locks").json()["held"] if h["name"] == "nfs1"],
+        what="the task to take nfs1",
+    )
+    assert held[0]["exclusive"] is True
+    holder_set = held[0]["set"]
+
+    declarer_file = tmp_path / "declarer.yaml"
+    declarer_file.write_text(DECLARER)
+    declarer = json.loads(cli(env, "job", "submit", str(declarer_file), "--json").stdout)["id"]
+    waiting = poll(lambda: client.get("/locks").json()["waiting"], what="the declared set to wait")
+    assert "storage:nfs1 (exclusive)" in waiting[0]["waiting_on"][0]
+    assert f"set {holder_set} holds" in waiting[0]["waiting_on"][0]
+    shown = client.get(f"/jobs/{declarer}").json()
+    assert {r["state"] for r in shown["sets"][0]["recipes"]} == {"waiting"}
+    listed = cli(env, "lock", "list")
+    assert listed.returncode == 0
+    assert "nfs1" in listed.stdout
+
+    assert wait_for(client, holder)["state"] == "completed"
+    assert wait_for(client, declarer)["state"] == "completed"
+    history = client.get(f"/jobs/{declarer}/history").json()["recipes"][0]["history"]
+    running_at = next(h["at"] for h in history if h["state"] == "running")
+    holder_history = client.get(f"/jobs/{holder}/history").json()["recipes"][0]["history"]
+    holder_done = next(h["at"] for h in holder_history if h["state"] == "completed")
+    assert running_at >= holder_done  # it ran only once the holder's set had ended
+    poll(lambda: client.get("/locks").json() == {"held": [], "waiting": []}, what="release")
+    logs = "\n".join(p.read_text() for p in (data / "logs").rglob("*.log"))
+    assert "token is lq_" not in logs  # the set's token is masked in every log
+
+
+def test_a_task_without_wait_is_refused_while_another_set_holds_the_lock(server, tmp_path):
+    client, _data, env = server
+    assert cli(env, "lab", "add", "lab1").returncode == 0
+    for fqdn in ("a.lab1", "b.lab1"):
+        assert cli(env, "system", "add", fqdn, "--lab", "lab1").returncode == 0
+    holder_file = tmp_path / "holder.yaml"
+    holder_file.write_text(HOLDER.format(labq=labq_command()[0]))
+    holder = json.loads(cli(env, "job", "submit", str(holder_file), "--json").stdout)["id"]
+    poll(lambda: client.get("/locks").json()["held"], what="the lock to be held")
+    trier_file = tmp_path / "trier.yaml"
+    trier_file.write_text(
+        "recipe_sets:\n  - recipes:\n      - tasks:\n          - name: try\n"
+        f"            run: '{labq_command()[0]} lock acquire storage:nfs1'\n"
+    )
+    trier = json.loads(cli(env, "job", "submit", str(trier_file), "--json").stdout)["id"]
+    result = wait_for(client, trier)
+    assert result["result"] == "fail"  # the command exited 1: the lock was not free
+    assert wait_for(client, holder)["state"] == "completed"
+    # a user's own token may not take locks; only a set's token (or an admin naming a set)
+    user_try = cli(env, "lock", "acquire", "storage:nfs1")
+    assert user_try.returncode != 0
+    assert "say which recipe set" in user_try.stderr
