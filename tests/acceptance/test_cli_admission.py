@@ -72,3 +72,24 @@ def test_pausing_and_resuming_a_lab_queue(run) -> None:
     assert run("queue", "resume", "lab1").stdout.strip() == "lab1 was not paused"
     assert json.loads(run("queue", "pauses", "--json").stdout) == {"pauses": []}
     assert json.loads(run("queue", "--json").stdout) == {"queue": []}  # the listing still works
+
+
+def test_the_queue_says_where_each_set_stands_and_why(run, tmp_path) -> None:
+    run("lab", "add", "lab1")
+    run("system", "add", "s1.lab1", "--lab", "lab1")
+    run("queue", "pause", "lab1", "--reason", "rack move")
+    job = tmp_path / "job.yaml"
+    job.write_text(
+        "recipe_sets:\n  - locks: {storage: {exclusive: [nfs1]}}\n"
+        "    recipes:\n      - tasks: [{name: t, run: 'true'}]\n"
+    )
+    submitted = json.loads(run("job", "submit", str(job), "--json").stdout)
+    rows = json.loads(run("queue", "--json").stdout)["queue"]
+    assert [r["job_id"] for r in rows] == [submitted["id"]]
+    (row,) = rows
+    assert (row["spv"], row["age_ticks"]) == (1.0, 0)  # nothing runs: no contention yet
+    assert row["waits_for"] == "the queue of lab1 is paused"
+    table = run("queue").stdout
+    for heading in ("spv", "weight", "age (ticks)", "waits for"):
+        assert heading in table
+    assert "the queue of lab1 is paused" in table

@@ -218,6 +218,16 @@ def priority(ctx: click.Context, job_id: int, level: str, as_json: bool) -> None
     show(done, as_json, lambda d: f"job {d['id']}: {d['sets']} set(s) now {d['priority']}")
 
 
+def _duration(seconds: float) -> str:
+    """A short age: 45s, 12m, 3h05m."""
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m"
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+
+
 @click.command()
 @json_option
 @click.pass_context
@@ -226,7 +236,18 @@ def queue(ctx: click.Context, as_json: bool) -> None:
     rows = api(ctx).get("/queue")
 
     def render(d: dict[str, Any]) -> Any:
-        headers = ["#", "set", "job", "effective", "nominal", "age (s)", "hold", "lab"]
+        headers = [
+            "#",
+            "set",
+            "job",
+            "effective",
+            "nominal",
+            "spv",
+            "weight",
+            "age (ticks)",
+            "hold",
+            "waits for",
+        ]
         return table(
             headers,
             [
@@ -236,9 +257,11 @@ def queue(ctx: click.Context, as_json: bool) -> None:
                     r["job_id"],
                     r["effective"] or "no pool",
                     r["nominal"],
-                    round(r["age_s"]),
+                    f"{r['spv']:g}",
+                    f"{r['weight']:.2f}",
+                    f"{_duration(r['age_s'])} ({r['age_ticks']})",
                     r["hold"],
-                    r["lab"],
+                    r["waits_for"] or "its turn",
                 ]
                 for r in d["queue"]
             ],
