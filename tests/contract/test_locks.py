@@ -80,3 +80,17 @@ def test_a_wait_that_would_deadlock_is_refused(seeded: Repository) -> None:
     assert refused.refused is not None
     assert "deadlock" in refused.refused
     assert [w.set_id for w in seeded.lock_waits(now=at(13))] == [a]
+
+
+def test_two_tasks_of_one_set_wait_side_by_side(seeded: Repository) -> None:
+    a, b = running(seeded, "s1.lab"), running(seeded, "s2.lab")
+    assert seeded.acquire_locks(a, [NFS_X, NET], now=at(10)).granted
+    assert not seeded.acquire_locks(b, [NFS_X], now=at(11)).granted
+    assert not seeded.acquire_locks(b, [NET], now=at(12)).granted
+    assert not seeded.acquire_locks(b, [NFS_X], now=at(50)).granted  # asks again: same place
+    waits = seeded.lock_waits(now=at(60))
+    assert [(w.set_id, w.grants) for w in waits] == [(b, (NFS_X,)), (b, (NET,))]
+    seeded.acquire_locks(b, [NFS_X], now=at(100))  # the NET request went quiet: it is dropped
+    assert [w.grants for w in seeded.lock_waits(now=at(101))] == [(NFS_X,)]
+    assert seeded.release_locks(a, now=at(102)) == [b]
+    assert seeded.held_locks() == {b: (NFS_X,)}

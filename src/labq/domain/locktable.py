@@ -10,7 +10,9 @@ loads the rows it needs into one per request and writes back what changed.
   owners and one of them is exclusive.
 - Waiters are served first come, first served: a request that would overtake an
   earlier conflicting waiter waits behind it, so a stream of shared locks
-  cannot starve an exclusive one.
+  cannot starve an exclusive one. One owner (a set) may have several requests
+  waiting side by side (its tasks on several systems); asking again for the
+  same locks keeps the request's place.
 - A wait that would close a cycle of owners waiting on each other (tasks
   taking locks one by one, in different orders) is refused instead.
 """
@@ -79,11 +81,15 @@ class Blocker:
 
 @dataclass
 class Request:
-    """A waiting request: all of ``grants`` for ``owner``, since ``since``."""
+    """A waiting request: all of ``grants`` for ``owner``, since ``since``.
+
+    ``ref`` is whatever the caller keeps it by (the store: its row id).
+    """
 
     owner: int
     grants: tuple[Grant, ...]
     since: float
+    ref: int | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -103,10 +109,6 @@ class Outcome:
         return "waiting: " + "; ".join(str(b) for b in self.blockers)
 
 
-class DeadlockError(ValueError):
-    """The wait asked for would close a cycle of sets waiting on each other."""
-
-
 @dataclass
 class LockTable:
     """Held locks per owner and the waiters in arrival order."""
@@ -119,18 +121,15 @@ class LockTable:
     ) -> Outcome:
         """Take every lock of ``grants`` for ``owner`` now, or queue (or refuse) the request.
 
-        A repeated request of a waiting owner keeps its place in the queue.
+        Asking again for the same locks keeps the request's place in the queue.
         """
-        wanted = tuple(sorted(set(grants) - self.held.get(owner, set())))
-        queued = self._request_of(owner)
-        if queued is not None and queued.grants != wanted:
-            self.waiters.remove(queued)  # a different request: it starts over at the back
-            queued = None
-        blockers = self._blockers(owner, wanted, ahead_of=queued)
+        asked = tuple(sorted(set(grants)))
+        queued = self._request_of(owner, asked)
+        blockers = self._blockers(owner, asked, ahead_of=queued)
         if not blockers:
             if queued is not None:
                 self.waiters.remove(queued)
-            self.held.setdefault(owner, set()).update(wanted)
+            self.held.setdefault(owner, set()).update(asked)
             return Outcome(True)
         if not wait:
             return Outcome(False, blockers)
@@ -138,7 +137,7 @@ class LockTable:
             cycle = self._cycle(owner, {b.owner for b in blockers})
             if cycle:
                 return Outcome(False, blockers, refused=cycle)
-            self.waiters.append(Request(owner, wanted, now))
+            self.waiters.append(Request(owner, asked, now))
         return Outcome(False, blockers)
 
     def release(self, owner: int, grants: Iterable[Grant] | None = None) -> list[Request]:
@@ -154,11 +153,12 @@ class LockTable:
         return self._serve()
 
     def waiting_on(self, owner: int) -> tuple[Blocker, ...]:
-        """What a waiting owner waits for now (empty when it does not wait)."""
-        queued = self._request_of(owner)
-        if queued is None:
-            return ()
-        return self._blockers(owner, queued.grants, ahead_of=queued)
+        """What a waiting owner waits for now, over all its requests (empty: it does not wait)."""
+        found: set[Blocker] = set()
+        for request in self.waiters:
+            if request.owner == owner:
+                found.update(self._blockers(owner, request.grants, ahead_of=request))
+        return tuple(sorted(found, key=lambda b: (b.owner, b.held, b.wanted)))
 
     def holders(self) -> dict[int, tuple[Grant, ...]]:
         """Every owner's locks, sorted."""
@@ -178,7 +178,10 @@ class LockTable:
         self, owner: int, wanted: Sequence[Grant], *, ahead_of: Request | None
     ) -> tuple[Blocker, ...]:
         found: list[Blocker] = []
+        mine = self.held.get(owner, set())
         for grant in wanted:
+            if grant in mine:
+                continue  # it has that one already
             for other, grants in self.held.items():
                 if other != owner:
                     found.extend(Blocker(grant, other, h) for h in grants if grant.conflicts(h))
@@ -193,8 +196,8 @@ class LockTable:
                     )
         return tuple(sorted(set(found), key=lambda b: (b.owner, b.held, b.wanted)))
 
-    def _request_of(self, owner: int) -> Request | None:
-        return next((w for w in self.waiters if w.owner == owner), None)
+    def _request_of(self, owner: int, grants: tuple[Grant, ...]) -> Request | None:
+        return next((w for w in self.waiters if w.owner == owner and w.grants == grants), None)
 
     def _cycle(self, owner: int, blocked_by: set[int]) -> str | None:
         """A plain-words cycle if ``owner`` waiting on ``blocked_by`` closes one, else None."""

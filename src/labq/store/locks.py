@@ -55,11 +55,7 @@ class LockStore(StoreBase):
             outcome = table.acquire(set_id, grants, epoch(now), wait=wait)
             self._write(table, before, now)
             if not outcome.granted and wait and outcome.refused is None:
-                self.conn.execute(
-                    update(LockWaiters)
-                    .where(LockWaiters.recipe_set_id == set_id)
-                    .values(seen_at=now)
-                )
+                self._seen(set_id, tuple(sorted(set(grants))), now)
             return outcome
 
     def release_locks(
@@ -130,9 +126,23 @@ class LockStore(StoreBase):
         for row in self.conn.execute(select(LockGrants)):
             table.held.setdefault(row.recipe_set_id, set()).add(_grant(row))
         for waiter in self.conn.execute(select(LockWaiters).order_by(LockWaiters.id)):
-            grants = tuple(Grant(str(g[0]), str(g[1]), bool(g[2])) for g in waiter.grants)
-            table.waiters.append(Request(waiter.recipe_set_id, grants, epoch(waiter.since)))
+            table.waiters.append(
+                Request(
+                    waiter.recipe_set_id, _grants(waiter.grants), epoch(waiter.since), waiter.id
+                )
+            )
         return table
+
+    def _seen(self, set_id: int, grants: tuple[Grant, ...], now: datetime) -> None:
+        """The set asked again for ``grants``: its waiting request stays alive."""
+        rows = self.conn.execute(
+            select(LockWaiters.id, LockWaiters.grants).where(LockWaiters.recipe_set_id == set_id)
+        )
+        ids = [row.id for row in rows if _grants(row.grants) == grants]
+        if ids:
+            self.conn.execute(
+                update(LockWaiters).where(LockWaiters.id.in_(ids)).values(seen_at=now)
+            )
 
     def _write(self, table: LockTable, before: _Snapshot, now: datetime) -> None:
         """Write back the difference between ``before`` and the table now."""
@@ -157,27 +167,31 @@ class LockStore(StoreBase):
                     acquired_at=now,
                 )
             )
-        for owner, grants in waiting_before.items():
-            if waiting_after.get(owner) != grants:  # served, dropped, or asking for other locks
-                self.conn.execute(delete(LockWaiters).where(LockWaiters.recipe_set_id == owner))
-        for owner, grants in waiting_after.items():
-            if waiting_before.get(owner) != grants:
-                self.conn.execute(
-                    insert(LockWaiters).values(
-                        recipe_set_id=owner,
-                        grants=[[g.level, g.name, g.exclusive] for g in grants],
-                        since=now,
-                        seen_at=now,
-                    )
+        for key, ref in waiting_before.items():
+            if key not in waiting_after and ref is not None:  # served or dropped
+                self.conn.execute(delete(LockWaiters).where(LockWaiters.id == ref))
+        for owner, grants in waiting_after.keys() - waiting_before.keys():
+            self.conn.execute(
+                insert(LockWaiters).values(
+                    recipe_set_id=owner,
+                    grants=[[g.level, g.name, g.exclusive] for g in grants],
+                    since=now,
+                    seen_at=now,
                 )
+            )
 
 
-_Snapshot = tuple[set[tuple[int, Grant]], dict[int, tuple[Grant, ...]]]
+# held (owner, lock) pairs; waiting requests by (owner, locks) -> row id (None: not stored yet)
+_Snapshot = tuple[set[tuple[int, Grant]], dict[tuple[int, tuple[Grant, ...]], int | None]]
 
 
 def _snapshot(table: LockTable) -> _Snapshot:
     held = {(owner, grant) for owner, grants in table.held.items() for grant in grants}
-    return held, {r.owner: r.grants for r in table.waiters}
+    return held, {(r.owner, r.grants): r.ref for r in table.waiters}
+
+
+def _grants(stored: Any) -> tuple[Grant, ...]:
+    return tuple(sorted(Grant(str(g[0]), str(g[1]), bool(g[2])) for g in stored))
 
 
 def _grant(row: Any) -> Grant:

@@ -457,11 +457,11 @@ class LockGrants(Base):
 
 
 class LockWaiters(Base):
-    """A set waiting for locks, first come first served by ``id``; one request per set."""
+    """A request waiting for locks, first come first served by ``id`` (a set may have several)."""
 
     __tablename__ = "lock_waiters"
     id: Mapped[int] = _id()
-    recipe_set_id: Mapped[int] = _fk("recipe_sets.id", cascade=True, unique=True)
+    recipe_set_id: Mapped[int] = _fk("recipe_sets.id", cascade=True, index=True)
     grants: Mapped[list[Any]]  # [[level, name, exclusive], …]
     since: Mapped[datetime]
     seen_at: Mapped[datetime]  # the last time the waiter asked; stale waiters are dropped
