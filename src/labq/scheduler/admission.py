@@ -26,6 +26,11 @@ class Admission:
     members: dict[str, set[int]] = field(default_factory=dict)  # bucket -> waiting sets
     paused: set[str] = field(default_factory=set)
 
+    def __post_init__(self) -> None:
+        # asked for every candidate of every offer: no limits at all is the common case
+        self._lab_limits = dict(self.config.lab_running_limits)
+        self._open = self.config.running_limit is None and not self._lab_limits
+
     @property
     def total(self) -> int:
         """Started sets in every lab."""
@@ -35,10 +40,12 @@ class Admission:
         """Whether a set may start in ``lab`` now: not paused, below both running limits."""
         if lab in self.paused:
             return False
+        if self._open:
+            return True
         limit = self.config.running_limit
         if limit is not None and self.total >= limit:
             return False
-        lab_limit = self.config.lab_running_limit(lab)
+        lab_limit = self._lab_limits.get(lab)
         return lab_limit is None or self.running[lab] < lab_limit
 
     def join(self, entry: SetEntry) -> None:
