@@ -6,6 +6,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,34 +88,39 @@ class LiveServer:
     data: Path
 
 
-@pytest.fixture
-def live_server(tmp_path):
-    """``labq init`` then ``labq server`` on a free port; stopped with SIGTERM afterwards."""
+@dataclass
+class Running:
+    """A ``labq server`` subprocess: its URL, first admin's token, environment and log."""
+
+    url: str
+    token: str
+    env: dict[str, str]
+    log: Path
+
+
+@contextmanager
+def running_server(database: str, *, data: Path, home: Path, log: Path) -> Iterator[Running]:
+    """``labq init`` then ``labq server`` on a free port, up; SIGTERM (then kill) afterwards."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LABQ_")}
-    env.update(
-        LABQ_DB=f"sqlite:///{tmp_path / 'server.db'}",
-        LABQ_DATA_DIR=str(tmp_path / "server-data"),
-        HOME=str(tmp_path / "server-home"),
-    )
+    env.update(LABQ_DB=database, LABQ_DATA_DIR=str(data), HOME=str(home))
     init = subprocess.run(
         [*labq_command(), "init"], env=env, capture_output=True, text=True, check=False
     )
     assert init.returncode == 0, init.stderr
     token = init.stdout.strip().splitlines()[-1]
     port = free_port()
-    log_path = tmp_path / "server.log"
-    with open(log_path, "w") as log:
+    with open(log, "w") as out:
         proc = subprocess.Popen(
             [*labq_command(), "server", "--port", str(port)],
             env=env,
-            stdout=log,
+            stdout=out,
             stderr=subprocess.STDOUT,
             text=True,
         )
         try:
             url = f"http://127.0.0.1:{port}"
-            wait_until_up(url, proc, log_path)
-            yield LiveServer(url, token, tmp_path / "server-data")
+            wait_until_up(url, proc, log)
+            yield Running(url, token, env, log)
         finally:
             proc.send_signal(signal.SIGTERM)
             try:
@@ -121,6 +128,19 @@ def live_server(tmp_path):
             finally:
                 if proc.poll() is None:
                     proc.kill()
+
+
+@pytest.fixture
+def live_server(tmp_path):
+    """``labq init`` then ``labq server`` on a free port; stopped with SIGTERM afterwards."""
+    data = tmp_path / "server-data"
+    with running_server(
+        f"sqlite:///{tmp_path / 'server.db'}",
+        data=data,
+        home=tmp_path / "server-home",
+        log=tmp_path / "server.log",
+    ) as running:
+        yield LiveServer(running.url, running.token, data)
 
 
 # --- a labq server on SQLite or PostgreSQL, driven over HTTP and by the CLI -------------
@@ -152,43 +172,27 @@ def database_url(request, tmp_path):
 
 @pytest.fixture
 def server(database_url, tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LABQ_")}
-    env.update(LABQ_DB=database_url, LABQ_DATA_DIR=str(tmp_path / "data"), HOME=str(tmp_path))
-    init = subprocess.run(
-        [*labq_command(), "init"], env=env, capture_output=True, text=True, check=False
-    )
-    assert init.returncode == 0, init.stderr
-    token = init.stdout.strip().splitlines()[-1]
-    port = free_port()
-    log = open(tmp_path / "server.log", "w")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen(
-        [*labq_command(), "server", "--port", str(port)], env=env, stdout=log, stderr=log
-    )
-    client = httpx.Client(
-        base_url=f"http://127.0.0.1:{port}/api/v1",
-        headers={"Authorization": f"Bearer {token}"},
-        timeout=10,
-    )
-    deadline = time.monotonic() + 30
-    while True:
+    """A server on the parametrised database: an API client, its data folder, a CLI environment."""
+    with running_server(
+        database_url, data=tmp_path / "data", home=tmp_path, log=tmp_path / "server.log"
+    ) as running:
+        client = httpx.Client(
+            base_url=f"{running.url}/api/v1",
+            headers={"Authorization": f"Bearer {running.token}"},
+            timeout=10,
+        )
         try:
-            if client.get("/health").status_code == 200:
-                break
-        except httpx.TransportError:
-            pass
-        assert proc.poll() is None, (tmp_path / "server.log").read_text()
-        assert time.monotonic() < deadline, "the server did not come up"
-        time.sleep(0.2)
-    cli_env = {**env, "LABQ_URL": f"http://127.0.0.1:{port}", "LABQ_TOKEN": token}
-    yield client, tmp_path / "data", cli_env
-    client.close()
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=20)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        log.close()
+            yield (
+                client,
+                tmp_path / "data",
+                {
+                    **running.env,
+                    "LABQ_URL": running.url,
+                    "LABQ_TOKEN": running.token,
+                },
+            )
+        finally:
+            client.close()
 
 
 def wait_for(client, job_id, states=("completed", "aborted", "cancelled"), timeout=60.0):

@@ -40,14 +40,22 @@ def poll(check, timeout=30.0, what="a condition"):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def test_a_set_waits_for_a_lock_a_task_holds_and_runs_once_it_is_released(server, tmp_path):
-    client, data, env = server
+def submit(env, path, text):
+    path.write_text(text)
+    return json.loads(cli(env, "job", "submit", str(path), "--json").stdout)["id"]
+
+
+def lab_with_a_holder(env, tmp_path):
+    """lab1 with two systems, and the holder job submitted (its task takes nfs1); its id."""
     assert cli(env, "lab", "add", "lab1").returncode == 0
     for fqdn in ("a.lab1", "b.lab1"):
         assert cli(env, "system", "add", fqdn, "--lab", "lab1").returncode == 0
-    holder_file = tmp_path / "holder.yaml"
-    holder_file.write_text(HOLDER.format(labq=labq_command()[0]))
-    holder = json.loads(cli(env, "job", "submit", str(holder_file), "--json").stdout)["id"]
+    return submit(env, tmp_path / "holder.yaml", HOLDER.format(labq=labq_command()[0]))
+
+
+def test_a_set_waits_for_a_lock_a_task_holds_and_runs_once_it_is_released(server, tmp_path):
+    client, data, env = server
+    holder = lab_with_a_holder(env, tmp_path)
     held = poll(
         lambda: [h for h in client.get("/locks").json()["held"] if h["name"] == "nfs1"],
         what="the task to take nfs1",
@@ -55,9 +63,7 @@ def test_a_set_waits_for_a_lock_a_task_holds_and_runs_once_it_is_released(server
     assert held[0]["exclusive"] is True
     holder_set = held[0]["set"]
 
-    declarer_file = tmp_path / "declarer.yaml"
-    declarer_file.write_text(DECLARER)
-    declarer = json.loads(cli(env, "job", "submit", str(declarer_file), "--json").stdout)["id"]
+    declarer = submit(env, tmp_path / "declarer.yaml", DECLARER)
     waiting = poll(lambda: client.get("/locks").json()["waiting"], what="the declared set to wait")
     assert "storage:nfs1 (exclusive)" in waiting[0]["waiting_on"][0]
     assert f"set {holder_set} holds" in waiting[0]["waiting_on"][0]
@@ -81,19 +87,14 @@ def test_a_set_waits_for_a_lock_a_task_holds_and_runs_once_it_is_released(server
 
 def test_a_task_without_wait_is_refused_while_another_set_holds_the_lock(server, tmp_path):
     client, _data, env = server
-    assert cli(env, "lab", "add", "lab1").returncode == 0
-    for fqdn in ("a.lab1", "b.lab1"):
-        assert cli(env, "system", "add", fqdn, "--lab", "lab1").returncode == 0
-    holder_file = tmp_path / "holder.yaml"
-    holder_file.write_text(HOLDER.format(labq=labq_command()[0]))
-    holder = json.loads(cli(env, "job", "submit", str(holder_file), "--json").stdout)["id"]
+    holder = lab_with_a_holder(env, tmp_path)
     poll(lambda: client.get("/locks").json()["held"], what="the lock to be held")
-    trier_file = tmp_path / "trier.yaml"
-    trier_file.write_text(
+    trier = submit(
+        env,
+        tmp_path / "trier.yaml",
         "recipe_sets:\n  - recipes:\n      - tasks:\n          - name: try\n"
-        f"            run: '{labq_command()[0]} lock acquire storage:nfs1'\n"
+        f"            run: '{labq_command()[0]} lock acquire storage:nfs1'\n",
     )
-    trier = json.loads(cli(env, "job", "submit", str(trier_file), "--json").stdout)["id"]
     result = wait_for(client, trier)
     assert result["result"] == "fail"  # the command exited 1: the lock was not free
     assert wait_for(client, holder)["state"] == "completed"

@@ -18,7 +18,9 @@ from labq.api import QueueRow, create_app
 from labq.config import Server, Settings
 from labq.domain.model import System
 from labq.domain.priority import Priority
+from labq.domain.states import RecipeState
 from labq.errors import NotFoundError
+from labq.service.loop import SchedulerService
 from labq.store import make_engine, reading, transaction, upgrade
 
 with warnings.catch_warnings():
@@ -28,6 +30,7 @@ with warnings.catch_warnings():
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 API = "/api/v1"
+ON_THE_WAY = (RecipeState.WAITING, RecipeState.INSTALLING, RecipeState.RUNNING)
 MAX_BODY = 64 * 1024
 EXAMPLES = Path(__file__).parents[2] / "src" / "labq" / "examples"
 
@@ -194,3 +197,38 @@ def submit(lab: Lab, who: str = "alice", **fields: object) -> int:
     assert answer.status_code == 201, answer.text
     job_id: int = answer.json()["id"]
     return job_id
+
+
+# --- with the real scheduler service, playing the supervisors by hand ------------------
+
+
+class RecordingDispatcher:
+    """Starts nothing; remembers what it was told (the test plays each supervisor)."""
+
+    def __init__(self) -> None:
+        self.started: list[int] = []
+        self.stopped: list[int] = []
+
+    def start(self, set_id: int) -> None:
+        self.started.append(set_id)
+
+    def stop(self, set_id: int) -> None:
+        self.stopped.append(set_id)
+
+
+def play_set(
+    engine: Engine,
+    service: SchedulerService,
+    set_id: int,
+    final: RecipeState,
+    *,
+    now: datetime,
+    code: int = 0,
+) -> None:
+    """The set's supervisor moves every recipe on to ``final`` and exits with ``code``."""
+    with transaction(engine) as repo:
+        for recipe in repo.get_recipe_set(set_id).recipes:
+            for state in (*ON_THE_WAY, final):
+                repo.move_recipe(recipe.id, state, now=now)
+    service.set_finished(set_id, code)
+    service.drain()

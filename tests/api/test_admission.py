@@ -28,24 +28,9 @@ from labq.domain.states import RecipeState
 from labq.service.loop import SchedulerService
 from labq.store import make_engine, reading, transaction
 
-from .conftest import API, T0, TestClient, seed
+from .conftest import API, T0, RecordingDispatcher, TestClient, play_set, seed
 
-ON_THE_WAY = (RecipeState.WAITING, RecipeState.INSTALLING, RecipeState.RUNNING)
 QUICK = [{"name": "t", "run": "true"}]
-
-
-class HandDispatcher:
-    """Starts nothing: the test plays each supervisor (see :meth:`Live.run`)."""
-
-    def __init__(self) -> None:
-        self.started: list[int] = []
-        self.stopped: list[int] = []
-
-    def start(self, set_id: int) -> None:
-        self.started.append(set_id)
-
-    def stop(self, set_id: int) -> None:
-        self.stopped.append(set_id)
 
 
 @dataclass
@@ -55,7 +40,7 @@ class Live:
     client: TestClient
     engine: Engine
     service: SchedulerService
-    dispatcher: HandDispatcher
+    dispatcher: RecordingDispatcher
     tokens: dict[str, str]
 
     def auth(self, who: str) -> dict[str, str]:
@@ -109,12 +94,7 @@ class Live:
         """The job's set runs and ends ``final``; its supervisor exits."""
         set_id = self.set_of(job_id)
         assert set_id in self.dispatcher.started, f"set {set_id} never started"
-        with transaction(self.engine) as repo:
-            for recipe in repo.get_recipe_set(set_id).recipes:
-                for state in (*ON_THE_WAY, final):
-                    repo.move_recipe(recipe.id, state, now=self.service.clock())
-        self.service.set_finished(set_id, 0)
-        self.service.drain()
+        play_set(self.engine, self.service, set_id, final, now=self.service.clock())
 
     def job(self, job_id: int) -> Any:
         return self.get(f"/jobs/{job_id}")
@@ -159,7 +139,7 @@ def make_live(template: Path, tmp_path: Path) -> Iterator[LiveFactory]:
             data_dir=str(tmp_path / "data"), consistency_every=3600, queue=Queue(**queue)
         )
         engine, tokens = seeded(template, tmp_path)
-        dispatcher = HandDispatcher()
+        dispatcher = RecordingDispatcher()
         service = SchedulerService(engine, settings, dispatcher)
         service.start()
         client = TestClient(create_app(engine, settings, service), raise_server_exceptions=False)

@@ -17,11 +17,10 @@ from labq.api import create_app
 from labq.config import Settings
 from labq.domain.states import RecipeState
 from labq.service.loop import SchedulerService
-from labq.store import make_engine, transaction
+from labq.store import make_engine
 
-from .conftest import API, Clock, Lab, TestClient, seed
+from .conftest import API, Clock, Lab, RecordingDispatcher, TestClient, play_set, seed
 
-ON_THE_WAY = (RecipeState.WAITING, RecipeState.INSTALLING, RecipeState.RUNNING)
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 
@@ -104,20 +103,6 @@ def test_an_unscheduled_job_counts_as_queued_in_no_lab(lab: Lab) -> None:
 # --- with the real scheduler service --------------------------------------------------
 
 
-class RecordingDispatcher:
-    """Starts nothing; remembers what it was told."""
-
-    def __init__(self) -> None:
-        self.started: list[int] = []
-        self.stopped: list[int] = []
-
-    def start(self, set_id: int) -> None:
-        self.started.append(set_id)
-
-    def stop(self, set_id: int) -> None:
-        self.stopped.append(set_id)
-
-
 @dataclass
 class Live:
     """The API over a running scheduler service."""
@@ -143,12 +128,8 @@ class Live:
 
     def run(self, set_id: int, final: RecipeState) -> None:
         """The set's supervisor moves every recipe to ``final`` and exits."""
-        with transaction(self.engine) as repo:
-            for recipe in repo.get_recipe_set(set_id).recipes:
-                for state in (*ON_THE_WAY, final):
-                    repo.move_recipe(recipe.id, state, now=self.clock())
-        self.service.set_finished(set_id, 0 if final is RecipeState.COMPLETED else 1)
-        self.service.drain()
+        code = 0 if final is RecipeState.COMPLETED else 1
+        play_set(self.engine, self.service, set_id, final, now=self.clock(), code=code)
 
     def sets(self) -> list[dict[str, Any]]:
         jobs = self.client.get(f"{API}/jobs", headers=self.auth("bob")).json()["jobs"]

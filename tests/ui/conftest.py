@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -22,7 +20,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 
-from tests.acceptance.conftest import free_port, labq_command, wait_until_up
+from tests.acceptance.conftest import running_server
 from tests.api.conftest import lab, template  # noqa: F401 - fixtures of the in-process page tests
 
 ROOT = Path(__file__).parents[2]
@@ -123,48 +121,25 @@ def browser(chromium: Path) -> Iterator[Browser]:
 def ui_server(tmp_path_factory: pytest.TempPathFactory, chromium: Path) -> Iterator[UiServer]:
     """``labq init`` then ``labq server`` on SQLite with the local backend; a lab to use."""
     home = tmp_path_factory.mktemp("ui-server")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LABQ_")}
-    env.update(
-        LABQ_DB=f"sqlite:///{home / 'server.db'}",
-        LABQ_DATA_DIR=str(home / "data"),
-        HOME=str(home / "home"),
-    )
-    init = subprocess.run(
-        [*labq_command(), "init"], env=env, capture_output=True, text=True, check=False
-    )
-    assert init.returncode == 0, init.stderr
-    admin_token = init.stdout.strip().splitlines()[-1]
-    port = free_port()
-    log_path = home / "server.log"
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(
-            [*labq_command(), "server", "--port", str(port)],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        url = f"http://127.0.0.1:{port}"
+    with running_server(
+        f"sqlite:///{home / 'server.db'}",
+        data=home / "data",
+        home=home / "home",
+        log=home / "server.log",
+    ) as running:
         api = httpx.Client(
-            base_url=f"{url}/api/v1",
-            headers={"Authorization": f"Bearer {admin_token}"},
+            base_url=f"{running.url}/api/v1",
+            headers={"Authorization": f"Bearer {running.token}"},
             timeout=10,
         )
         try:
-            wait_until_up(url, proc, log_path)
             bob_token = _populate(api)
-            yield UiServer(url, admin_token, bob_token, api, home / "data")
+            yield UiServer(running.url, running.token, bob_token, api, home / "data")
         finally:
             api.close()
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            finally:
-                if proc.poll() is None:
-                    proc.kill()
-    server_log = log_path.read_text()
+    server_log = running.log.read_text()
     assert "Traceback" not in server_log, server_log
-    for secret in (admin_token, bob_token):
+    for secret in (running.token, bob_token):
         assert secret not in server_log, "a token was written to the server's log"
 
 

@@ -9,6 +9,7 @@ minute is dropped), 409 refused (it would deadlock, or ``wait`` was false).
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated, Any
 
 from fastapi import APIRouter
@@ -19,9 +20,8 @@ from labq.api.deps import CredentialDep, StateDep, UserDep
 from labq.api.errors import ApiError
 from labq.api.events import tell
 from labq.api.schemas import Body, Name
-from labq.domain.locks import WHOLE_LAB
 from labq.domain.locktable import Grant, Outcome
-from labq.store import Credential, Repository, reading, transaction
+from labq.store import Credential, reading, transaction
 
 router = APIRouter(prefix="/locks", tags=["locks"])
 
@@ -57,10 +57,7 @@ def acquire(state: StateDep, found: CredentialDep, body: AcquireBody) -> JSONRes
     wanted = _grants(state.settings.queue.lock_levels, body.locks)
     now = state.clock()
     with transaction(state.engine) as repo:
-        lab = _lab_of(repo, set_id)
-        outcome = repo.acquire_locks(
-            set_id, [*wanted, Grant(WHOLE_LAB, lab)], now=now, wait=body.wait
-        )
+        outcome = repo.acquire_locks(set_id, wanted, now=now, wait=body.wait, lab_lock=True)
         held = repo.held_locks([set_id]).get(set_id, ())
     if outcome.granted:
         tell(lambda: state.events.locks_changed(set_id))
@@ -82,7 +79,7 @@ def release(state: StateDep, found: CredentialDep, body: ReleaseBody) -> dict[st
         served = repo.release_locks(set_id, grants, now=state.clock())
         held = repo.held_locks([set_id]).get(set_id, ())
     for changed in [set_id, *served]:
-        tell(lambda changed=changed: state.events.locks_changed(changed))  # type: ignore[misc]
+        tell(functools.partial(state.events.locks_changed, changed))
     return {"set": set_id, "held": _grants_json(held), "served": served}
 
 
@@ -133,13 +130,6 @@ def _grants(levels: tuple[str, ...], refs: list[LockRef]) -> list[Grant]:
                 place=f"locks[{index}].level",
             )
     return [Grant(ref.level, ref.name, ref.exclusive) for ref in refs]
-
-
-def _lab_of(repo: Repository, set_id: int) -> str:
-    lab = repo.get_recipe_set(set_id).lab
-    if lab is None:
-        raise ApiError(409, f"recipe set {set_id} is not running: only running sets take locks")
-    return lab
 
 
 def _grant_json(grant: Grant) -> dict[str, Any]:

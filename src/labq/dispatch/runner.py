@@ -222,15 +222,8 @@ class _SetRun:
                 self.reporter.log(f"the set is {said}")
             self._check_limits()
             if self.stop.wait(LOCK_POLL):
-                self._prepare_stopped()
+                self._account_unstarted()
                 return False
-
-    def _prepare_stopped(self) -> None:
-        """Stopped before it began: every recipe is accounted for, none was touched."""
-        known = {r.plan.id for r in self.recipes}
-        for recipe in self.plan.recipes:
-            if recipe.id not in known:
-                self.recipes.append(_Recipe(recipe, None, self.dir))
 
     def _checkout(self, repo: str) -> None:
         assert self.plan.ref_commit is not None  # check_plan saw to it
@@ -241,12 +234,16 @@ class _SetRun:
     def _abort_unstarted(self, reason: str) -> None:
         self.reporter.log(reason)
         self._request_stop(StopKind.ABORT, reason)
+        self._account_unstarted()
+        for r in self.recipes:
+            r.reason = reason
+
+    def _account_unstarted(self) -> None:
+        """Stopped before it began: every recipe is accounted for, none was touched."""
         known = {r.plan.id for r in self.recipes}
         for recipe in self.plan.recipes:
             if recipe.id not in known:
-                self.recipes.append(_Recipe(recipe, None, self.dir, reason=reason))
-        for r in self.recipes:
-            r.reason = reason
+                self.recipes.append(_Recipe(recipe, None, self.dir))
 
     def _phase(self, work: Callable[[_Recipe], None], name: str, *, limits: bool = True) -> None:
         """Run ``work`` for every recipe at once; watch the clock and the cancel while waiting."""

@@ -22,6 +22,7 @@ class Admission:
 
     config: SchedulerConfig
     running: Counter[str] = field(default_factory=Counter)  # lab -> started sets
+    total: int = 0  # started sets in every lab
     in_buckets: Counter[str] = field(default_factory=Counter)  # bucket -> started sets
     members: dict[str, set[int]] = field(default_factory=dict)  # bucket -> waiting sets
     paused: set[str] = field(default_factory=set)
@@ -31,22 +32,11 @@ class Admission:
         self._lab_limits = dict(self.config.lab_running_limits)
         self._open = self.config.running_limit is None and not self._lab_limits
 
-    @property
-    def total(self) -> int:
-        """Started sets in every lab."""
-        return sum(self.running.values())
-
     def slot_free(self, lab: str) -> bool:
         """Whether a set may start in ``lab`` now: not paused, below both running limits."""
         if lab in self.paused:
             return False
-        if self._open:
-            return True
-        limit = self.config.running_limit
-        if limit is not None and self.total >= limit:
-            return False
-        lab_limit = self._lab_limits.get(lab)
-        return lab_limit is None or self.running[lab] < lab_limit
+        return self._open or self.slot_reason(lab) is None
 
     def join(self, entry: SetEntry) -> None:
         """A waiting set joins its buckets' waiting lists."""
@@ -62,26 +52,27 @@ class Admission:
         """Count a started set; the buckets whose waiting sets must be looked at again."""
         self.leave(entry)
         self.running[lab] += 1
-        for bucket, _limit in entry.buckets:
-            self.in_buckets[bucket] += 1
-        return {bucket for bucket, _limit in entry.buckets}
+        self.total += 1
+        buckets = {bucket for bucket, _limit in entry.buckets}
+        self.in_buckets.update(buckets)
+        return buckets
 
     def finished(self, entry: SetEntry, lab: str) -> tuple[set[str], set[str] | None]:
         """Uncount a started set: (buckets to look at again, labs whose slots reopened).
 
         The labs are None when the global limit reopened (every lab may start again).
         """
-        before_total = self.total
-        before_lab = self.running[lab]
+        was_full = self.slot_reason(lab) is not None
+        global_full = (
+            self.config.running_limit is not None and self.total >= self.config.running_limit
+        )
         self.running[lab] -= 1
-        for bucket, _limit in entry.buckets:
-            self.in_buckets[bucket] -= 1
-        global_limit = self.config.running_limit
-        if global_limit is not None and before_total >= global_limit:
-            return {b for b, _limit in entry.buckets}, None
-        lab_limit = self.config.lab_running_limit(lab)
-        reopened = {lab} if lab_limit is not None and before_lab >= lab_limit else set()
-        return {b for b, _limit in entry.buckets}, reopened
+        self.total -= 1
+        buckets = {bucket for bucket, _limit in entry.buckets}
+        self.in_buckets.subtract(buckets)
+        if global_full:
+            return buckets, None
+        return buckets, ({lab} if was_full and lab not in self.paused else set())
 
     def throttle_of(self, entry: SetEntry) -> str | None:
         """Why a full bucket keeps this set from taking systems, or None."""
@@ -90,14 +81,14 @@ class Admission:
                 return f"rate limit {bucket}: {self.in_buckets[bucket]} of {limit} running"
         return None
 
-    def slot_reason(self, lab: str | None) -> str | None:
-        """What running limit or pause would keep a set from starting (in ``lab`` if known)."""
-        if lab is not None and lab in self.paused:
+    def slot_reason(self, lab: str) -> str | None:
+        """What pause or running limit keeps a set from starting in ``lab`` now, or None."""
+        if lab in self.paused:
             return f"the queue of {lab} is paused"
         limit = self.config.running_limit
         if limit is not None and self.total >= limit:
             return f"a running slot ({self.total} of {limit} sets running)"
-        lab_limit = None if lab is None else self.config.lab_running_limit(lab)
-        if lab is not None and lab_limit is not None and self.running[lab] >= lab_limit:
+        lab_limit = self._lab_limits.get(lab)
+        if lab_limit is not None and self.running[lab] >= lab_limit:
             return f"a running slot in {lab} ({self.running[lab]} of {lab_limit} sets running)"
         return None

@@ -244,15 +244,9 @@ class Scheduler:
         """The lock service says what a running set really holds (None: go by its declaration)."""
         self._begin(now)
         entry = self.sets.get(set_id)
-        if entry is not None and entry.started and not entry.finished:
-            levels = self.config.lock_levels
-            contribution = (
-                declared(entry.locks, levels)
-                if grants is None
-                else held(grants, levels, entry.locks)
-            )
-            if self.running_locks.put(entry.id, contribution):
-                self._refresh_spv()
+        running = entry is not None and entry.started and not entry.finished
+        if running and self._weigh(self.sets[set_id], grants):
+            self._refresh_spv()
         return self._finish()
 
     def consistency_pass(self, now: float) -> list[d.Decision]:
@@ -476,10 +470,27 @@ class Scheduler:
 
     def _account_start(self, entry: SetEntry, lab: str) -> None:
         """A set takes a running slot; its buckets may fill, its locks weigh on others."""
-        self.declaring.discard(entry.id)
-        self._rethrottle(self.admission.started(entry, lab))
-        if self.running_locks.put(entry.id, declared(entry.locks, self.config.lock_levels)):
+        buckets, weighs = self._count_running(entry, lab)
+        self._rethrottle(buckets)
+        if weighs:
             self._refresh_spv()
+
+    def _count_running(
+        self, entry: SetEntry, lab: str, grants: Sequence[Grant] | None = None
+    ) -> tuple[set[str], bool]:
+        """Count a started set (its slot, buckets, locks): (its buckets, whether spv may change).
+
+        No decisions: a restore counts the sets it finds running this way too.
+        """
+        self.declaring.discard(entry.id)
+        return self.admission.started(entry, lab), self._weigh(entry, grants)
+
+    def _weigh(self, entry: SetEntry, grants: Sequence[Grant] | None) -> bool:
+        """Count what a running set locks: what it holds, else what it declared; changed?"""
+        levels = self.config.lock_levels
+        if grants:
+            return self.running_locks.put(entry.id, held(grants, levels, entry.locks))
+        return self.running_locks.put(entry.id, declared(entry.locks, levels))
 
     def _account_finish(self, entry: SetEntry, lab: str) -> None:
         buckets, reopened = self.admission.finished(entry, lab)

@@ -31,10 +31,6 @@ class SchedulerConfig:
     running_limit: int | None = None
     lab_running_limits: tuple[tuple[str, int], ...] = ()
 
-    def lab_running_limit(self, lab: str) -> int | None:
-        """The running limit of one lab, if it has one."""
-        return dict(self.lab_running_limits).get(lab)
-
 
 @dataclass(frozen=True)
 class ViabilityClass:

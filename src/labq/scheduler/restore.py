@@ -26,8 +26,6 @@ from labq.domain.states import Condition, RecipeState
 from labq.scheduler import decisions as d
 from labq.scheduler.core import Scheduler
 from labq.scheduler.entries import SetEntry, SetSubmission, SystemEntry
-from labq.scheduler.predictive import declared
-from labq.scheduler.predictive import held as held_by
 
 _CORE_STATES = frozenset({RecipeState.QUEUED, RecipeState.ASSIGNED, RecipeState.SCHEDULED})
 
@@ -128,18 +126,9 @@ def _add_set(s: Scheduler, restored: RestoredSet) -> None:
 
 def _recount(s: Scheduler, held: Mapping[int, Sequence[Grant]]) -> None:
     """Running slots, buckets, running locks and waiting sets' spv, as events would leave them."""
-    levels = s.config.lock_levels
     for entry in s.sets.values():
         if entry.started and not entry.finished and entry.lab is not None:
-            s.admission.started(entry, entry.lab)
-            s.declaring.discard(entry.id)
-            grants = held.get(entry.id)
-            s.running_locks.put(
-                entry.id,
-                declared(entry.locks, levels)
-                if not grants
-                else held_by(grants, levels, entry.locks),
-            )
+            s._count_running(entry, entry.lab, held.get(entry.id))
     for entry in s.sets.values():
         if entry.waiting:
             throttle = s.admission.throttle_of(entry)

@@ -5,9 +5,10 @@ database with the set itself (``Repository.unfinished_sets``), so a submitted,
 retried or rebuilt set reaches the core with them. Here is what changes them
 later, each inside the event's transaction:
 
-- :func:`follow_up`, after every event: pauses whose time ran out end, and the
-  dependents of jobs that ended are unblocked, or cancelled (with the reason)
-  when a dependency ended in a state they do not accept.
+- :func:`follow_up`, after every event: pauses whose time ran out end; after an
+  event that may have ended a job, the dependents of jobs that ended are
+  unblocked, or cancelled (with the reason) when a dependency ended in a state
+  they do not accept.
 - :func:`filters_changed`: every set not started yet is judged again by the
   rules; one ``change_eligibility`` call, and the jobs a reject rule now
   matches are cancelled.
@@ -37,14 +38,25 @@ Actions = list[d.Start | d.Stop]
 
 
 def follow_up(
-    service: SchedulerService, repo: Repository, core: Scheduler, now: datetime
+    service: SchedulerService,
+    repo: Repository,
+    core: Scheduler,
+    now: datetime,
+    *,
+    jobs_may_have_ended: bool = True,
 ) -> Actions:
-    """After an event: end the pauses that ran out, and settle the dependents of ended jobs."""
+    """After an event: end the pauses that ran out, and settle the dependents of ended jobs.
+
+    The dependents are read from the database only when the event may have
+    ended a job: the pending-system and other frequent events skip that query.
+    """
     out: Actions = []
     if service.wake_at is not None and service.wake_at <= now:
         for lab in repo.expire_pauses(now):
-            out += bridge.settle(repo, core, _resume(core, lab, epoch(now)), now=now)
+            out += bridge.settle(repo, core, core.resume_lab(lab, epoch(now)), now=now)
         service.wake_at = repo.next_pause_end()
+    if not jobs_may_have_ended:
+        return out
     for _ in range(MAX_ROUNDS):
         # a dependency once met stays met: only sets the core still holds back need a look
         review = {
@@ -73,7 +85,7 @@ def pause_changed(
     """A lab's queue was paused or resumed: the core follows the database."""
     at = epoch(now)
     paused = {p.lab for p in repo.list_pauses(now=now)}
-    decisions = core.pause_lab(lab, at) if lab in paused else _resume(core, lab, at)
+    decisions = core.pause_lab(lab, at) if lab in paused else core.resume_lab(lab, at)
     service.wake_at = repo.next_pause_end()
     return bridge.settle(repo, core, decisions, now=now)
 
@@ -111,7 +123,3 @@ def _apply(
     if updates:
         out += bridge.settle(repo, core, core.change_eligibility(updates, at), now=now)
     return out
-
-
-def _resume(core: Scheduler, lab: str, at: float) -> list[d.Decision]:
-    return core.resume_lab(lab, at)

@@ -83,11 +83,8 @@ def locks_changed(repo: Repository, core: Scheduler, set_ids: list[int], now: da
     A set that holds no lock yet counts by its declaration.
     """
     held = repo.held_locks(set_ids)
-    out: Actions = []
-    for set_id in set_ids:
-        decisions = core.locks_held(set_id, held.get(set_id), epoch(now))
-        out += bridge.settle(repo, core, decisions, now=now)
-    return out
+    decisions = [d for s in set_ids for d in core.locks_held(s, held.get(s), epoch(now))]
+    return bridge.settle(repo, core, decisions, now=now)
 
 
 def finished(

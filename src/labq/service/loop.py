@@ -34,6 +34,8 @@ log = logging.getLogger("labq.scheduler")
 
 JOB_EVENTS: Final = frozenset({"submit", "cancel", "priority"})  # keyed by a job id
 SET_EVENTS: Final = frozenset({"locks"})  # keyed by a recipe set id
+# events after which a job may have ended (or been submitted as its dependency ended)
+ENDING_EVENTS: Final = frozenset({"submit", "cancel", "finished", "consistency", "filters"})
 KINDS: Final = JOB_EVENTS | SET_EVENTS | {"system", "condition", "access", "filters", "pause"}
 
 
@@ -192,7 +194,8 @@ class SchedulerService:
     ) -> list[d.Start | d.Stop]:
         actions = handlers.decide(self, repo, core, event, now)
         assert self.core is not None  # an ``access`` event puts a fresh core in place
-        return actions + eligibility.follow_up(self, repo, self.core, now)
+        ends = event.kind in ENDING_EVENTS
+        return actions + eligibility.follow_up(self, repo, self.core, now, jobs_may_have_ended=ends)
 
     def _act(self, actions: list[d.Start | d.Stop]) -> None:
         """After the commit: hand started sets to the dispatcher, stop cancelled ones."""

@@ -22,18 +22,28 @@ def rows(core: Scheduler, now: datetime) -> list[QueueRow]:
     for each row but does not order the list.
     """
     at = epoch(now)
-    waiting = [s for s in core.sets.values() if s.waiting]
+    weighed = [
+        (entry, predictive_weight(entry, at, core.config))
+        for entry in core.sets.values()
+        if entry.waiting
+    ]
 
-    def order(entry: SetEntry) -> tuple[int, float, float, int]:
+    def order(item: tuple[SetEntry, float]) -> tuple[int, float, float, int]:
+        entry, weight = item
         nominal, _submitted, _id = core.rank_of(entry)
-        return (nominal, -predictive_weight(entry, at, core.config), -entry.submitted, -entry.id)
+        return (nominal, -weight, -entry.submitted, -entry.id)
 
-    waiting.sort(key=order, reverse=True)
+    weighed.sort(key=order, reverse=True)
     caps: Caps = {}  # runs under the scheduler's lock: work out each (class, group) once
-    return [_row(core, entry, position, at, caps) for position, entry in enumerate(waiting, 1)]
+    return [
+        _row(core, entry, weight, position, at, caps)
+        for position, (entry, weight) in enumerate(weighed, 1)
+    ]
 
 
-def _row(core: Scheduler, entry: SetEntry, position: int, at: float, caps: Caps) -> QueueRow:
+def _row(
+    core: Scheduler, entry: SetEntry, weight: float, position: int, at: float, caps: Caps
+) -> QueueRow:
     nominal = aged_priority(entry, at, core.config)
     cap = _best_cap(core, entry, caps)
     effective = None if cap is None else min(nominal, cap).label
@@ -49,7 +59,7 @@ def _row(core: Scheduler, entry: SetEntry, position: int, at: float, caps: Caps)
         hold=hold,
         lab=entry.lab,
         spv=round(entry.spv, 3),
-        weight=round(predictive_weight(entry, at, core.config), 3),
+        weight=round(weight, 3),
         age_ticks=age_of(entry, at, core.config),
         waits_for=core.waits_for(entry),
     )

@@ -157,7 +157,7 @@ class AdmissionStore(RecipeMoves):
         """Jobs with sets still waiting that depend on a job that has ended: job → those sets.
 
         Once a job ends its dependents may run (or never will); the service looks
-        at these after every event.
+        at these after every event that may have ended a job.
         """
         waiting = aliased(RecipeSets)
         target = aliased(RecipeSets)

@@ -10,18 +10,20 @@ supervisor or task died) is dropped, so it cannot block the queue for ever.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
 
 from sqlalchemy import delete, insert, select, text, update
 
+from labq.domain.locks import WHOLE_LAB
 from labq.domain.locktable import Blocker, Grant, LockTable, Outcome, Request
 from labq.errors import ConflictError, NotFoundError
 from labq.store.base import StoreBase
 from labq.store.columns import epoch, from_epoch
-from labq.store.tables import LockGrants, LockWaiters, RecipeSets
+from labq.store.tables import Labs, LockGrants, LockWaiters, RecipeSets
 
 WAITER_TTL: Final = timedelta(seconds=60)
 _PG_LOCKS_KEY: Final = 0x6C616271_6C6B  # "labq" "lk": the lock service's advisory lock
@@ -41,34 +43,36 @@ class LockStore(StoreBase):
     """Acquiring and releasing locks for running recipe sets; who holds and who waits."""
 
     def acquire_locks(
-        self, set_id: int, grants: Sequence[Grant], *, now: datetime, wait: bool = True
+        self,
+        set_id: int,
+        grants: Sequence[Grant],
+        *,
+        now: datetime,
+        wait: bool = True,
+        lab_lock: bool = False,
     ) -> Outcome:
         """All of ``grants`` for the set, or none: granted, waiting (queued) or refused.
 
-        Asking again while waiting keeps the set's place and keeps it alive.
+        With ``lab_lock`` the set's lab's whole-lab lock comes with them, shared
+        (unless they name it), so a set holding the whole lab excludes the others.
+        Asking again while waiting keeps the request's place and keeps it alive.
         """
         with self.atomic():
-            self._serialise()
-            self._check_running(set_id)
-            table = self._load(now)
-            before = _snapshot(table)
-            outcome = table.acquire(set_id, grants, epoch(now), wait=wait)
-            self._write(table, before, now)
+            lab = self._running_lab(set_id)
+            asked = _with_lab_lock(grants, lab) if lab_lock else list(grants)
+            with self._changing(now) as table:
+                outcome = table.acquire(set_id, asked, epoch(now), wait=wait)
             if not outcome.granted and wait and outcome.refused is None:
-                self._seen(set_id, tuple(sorted(set(grants))), now)
+                self._seen(set_id, tuple(sorted(set(asked))), now)
             return outcome
 
     def release_locks(
         self, set_id: int, grants: Iterable[Grant] | None = None, *, now: datetime
     ) -> list[int]:
-        """Let go of some of a set's locks (all, and its wait, when None); the sets served."""
-        with self.atomic():
-            self._serialise()
-            table = self._load(now)
-            before = _snapshot(table)
-            served: list[Request] = table.release(set_id, None if grants is None else list(grants))
-            self._write(table, before, now)
-            return sorted({r.owner for r in served})
+        """Let go of some of a set's locks (all, and its waits, when None); the sets served."""
+        with self._changing(now) as table:
+            served = table.release(set_id, None if grants is None else list(grants))
+        return sorted({r.owner for r in served})
 
     def held_locks(self, set_ids: Iterable[int] | None = None) -> dict[int, tuple[Grant, ...]]:
         """The locks each set holds (every set with one, or only ``set_ids``)."""
@@ -90,34 +94,42 @@ class LockStore(StoreBase):
 
     def release_ended_locks(self, *, now: datetime) -> list[int]:
         """Locks and waits of sets that have ended (a safety net); the sets served."""
-        ended = select(RecipeSets.id).where(RecipeSets.finished_at.is_not(None))
-        owners = {
-            *self.conn.scalars(
-                select(LockGrants.recipe_set_id).where(LockGrants.recipe_set_id.in_(ended))
-            ),
-            *self.conn.scalars(
-                select(LockWaiters.recipe_set_id).where(LockWaiters.recipe_set_id.in_(ended))
-            ),
-        }
-        served: set[int] = set()
-        for owner in sorted(owners):
-            served.update(self.release_locks(owner, now=now))
-        return sorted(served - owners)
+        with self._changing(now) as table:
+            owners = set(table.held) | {w.owner for w in table.waiters}
+            ended = set(
+                self.conn.scalars(
+                    select(RecipeSets.id).where(
+                        RecipeSets.id.in_(owners), RecipeSets.finished_at.is_not(None)
+                    )
+                )
+            )
+            served = {r.owner for owner in sorted(ended) for r in table.release(owner)}
+        return sorted(served - ended)
 
     # --- the parts -----------------------------------------------------------------
 
-    def _serialise(self) -> None:
-        if self.conn.dialect.name == "postgresql":
-            self.conn.execute(text(f"SELECT pg_advisory_xact_lock({_PG_LOCKS_KEY})"))
+    @contextmanager
+    def _changing(self, now: datetime) -> Iterator[LockTable]:
+        """The lock table, loaded under the service's lock; what changes in it is written back."""
+        with self.atomic():
+            if self.conn.dialect.name == "postgresql":
+                self.conn.execute(text(f"SELECT pg_advisory_xact_lock({_PG_LOCKS_KEY})"))
+            table = self._load(now)
+            before = _snapshot(table)
+            yield table
+            self._write(table, before, now)
 
-    def _check_running(self, set_id: int) -> None:
+    def _running_lab(self, set_id: int) -> str:
         row = self.conn.execute(
-            select(RecipeSets.started_at, RecipeSets.finished_at).where(RecipeSets.id == set_id)
+            select(RecipeSets.started_at, RecipeSets.finished_at, Labs.name)
+            .outerjoin(Labs, Labs.id == RecipeSets.lab_id)
+            .where(RecipeSets.id == set_id)
         ).one_or_none()
         if row is None:
             raise NotFoundError(f"no recipe set {set_id}")
         if row.started_at is None or row.finished_at is not None:
             raise ConflictError(f"recipe set {set_id} is not running: only running sets take locks")
+        return str(row.name)
 
     def _load(self, now: datetime, *, drop_stale: bool = True) -> LockTable:
         if drop_stale:
@@ -188,6 +200,12 @@ _Snapshot = tuple[set[tuple[int, Grant]], dict[tuple[int, tuple[Grant, ...]], in
 def _snapshot(table: LockTable) -> _Snapshot:
     held = {(owner, grant) for owner, grants in table.held.items() for grant in grants}
     return held, {(r.owner, r.grants): r.ref for r in table.waiters}
+
+
+def _with_lab_lock(grants: Sequence[Grant], lab: str) -> list[Grant]:
+    if any(g.level == WHOLE_LAB and g.name == lab for g in grants):
+        return list(grants)
+    return [*grants, Grant(WHOLE_LAB, lab)]
 
 
 def _grants(stored: Any) -> tuple[Grant, ...]:

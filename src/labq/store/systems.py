@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -189,10 +190,7 @@ class SystemStore(StoreBase):
 
         A pool counts its current members. Open rows count up to ``now`` (or ``end``).
         """
-        where: list[ColumnElement[bool]] = [
-            UsageHistory.started_at < end,
-            or_(UsageHistory.ended_at.is_(None), UsageHistory.ended_at > start),
-        ]
+        where: list[ColumnElement[bool]] = []
         if fqdn is not None:
             where.append(Systems.id == self._system_by_fqdn(fqdn).id)
         if pool is not None:
@@ -200,8 +198,24 @@ class SystemStore(StoreBase):
                 SystemPools.pool_id == self._pool_id(pool)
             )
             where.append(Systems.id.in_(members))
-        rows = self._history(*where)
+        rows = self._usage_between(start, end, *where)
         return utilisation(rows, epoch(start), epoch(end), now=None if now is None else epoch(now))
+
+    def usage_between(
+        self, start: datetime, end: datetime, fqdns: Sequence[str] | None = None
+    ) -> list[UsageRecord]:
+        """History rows of every system (or of ``fqdns``) that overlap ``[start, end)``."""
+        where = [] if fqdns is None else [Systems.fqdn.in_(list(fqdns))]
+        return self._usage_between(start, end, *where)
+
+    def _usage_between(
+        self, start: datetime, end: datetime, *where: ColumnElement[bool]
+    ) -> list[UsageRecord]:
+        return self._history(
+            UsageHistory.started_at < end,
+            or_(UsageHistory.ended_at.is_(None), UsageHistory.ended_at > start),
+            *where,
+        )
 
     def _history(self, *where: ColumnElement[bool]) -> list[UsageRecord]:
         stmt = (

@@ -28,7 +28,7 @@ from labq.domain.states import Condition
 from labq.domain.usage import BUSY, UsageRecord, time_in_usage
 from labq.errors import NotFoundError
 from labq.store import Repository, epoch, reading
-from labq.store.tables import RecipeSets, Systems, UsageHistory
+from labq.store.tables import RecipeSets
 from labq.web.charts import GanttRow, GanttSpan, Series, span_of, utc
 
 ALL = "all"  # the one series when there is nothing to split by
@@ -181,11 +181,5 @@ def _interval(start: datetime, end: datetime, buckets: int) -> tuple[float, floa
 def _usage_rows(
     repo: Repository, start: datetime, end: datetime, fqdns: Sequence[str] | None = None
 ) -> list[UsageRecord]:
-    """History rows that overlap ``[start, end]``, read by the store's own row reader."""
-    where = [
-        UsageHistory.started_at <= end,
-        or_(UsageHistory.ended_at.is_(None), UsageHistory.ended_at >= start),
-    ]
-    if fqdns is not None:
-        where.append(Systems.fqdn.in_(list(fqdns)))
-    return repo._history(*where)
+    """History rows that overlap ``[start, end)``."""
+    return repo.usage_between(start, end, fqdns)
