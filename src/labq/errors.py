@@ -45,3 +45,11 @@ class ConflictError(LabqError):
 
 class NotFoundError(LabqError):
     """A named object does not exist."""
+
+
+class LeadershipLost(ConflictError):  # noqa: N818 - the name says what happened
+    """This process no longer leads the scheduler: another took over, so it must not act."""
+
+
+class ClaimLost(ConflictError):  # noqa: N818 - the name says what happened
+    """This supervisor's claim on its set is gone (another holds it, or the set ended)."""

@@ -9,20 +9,24 @@ forward their API's events by ``NOTIFY`` and take over when the leader dies.
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from sqlalchemy.engine import Engine
 
+from labq import datadir
 from labq.api.events import QueueRow
 from labq.config import Settings
+from labq.datadir import DatabaseLock
 from labq.dispatch.dispatcher import Dispatcher
 from labq.service import bridge
 from labq.service.leader import Leadership
 from labq.service.loop import SchedulerService, utcnow
 from labq.service.notify import EventRouter, Listener, conninfo
-from labq.store import database, reading
+from labq.store import database, reading, transaction
 
 log = logging.getLogger("labq.server")
 
@@ -40,24 +44,40 @@ class Server:
     listener: Listener | None = None
     scheduler: SchedulerService | None = None  # while this process leads
     dispatcher: Dispatcher | None = None
+    database_lock: DatabaseLock | None = None  # SQLite: one server per file
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def lead(self) -> None:
-        """Become the scheduler: adopt or start supervisors, rebuild from the database."""
+        """Become the scheduler: take the next leader epoch, adopt or start supervisors,
+        rebuild from the database. Every scheduling write is fenced by that epoch."""
         with self._lock:
             service: SchedulerService  # the closure below reads it once it exists
 
-            def finished(set_id: int, code: int | None) -> None:
-                service.set_finished(set_id, code)
+            def finished(set_id: int, code: int | None, claim: str) -> None:
+                service.set_finished(set_id, code, claim)
 
             dispatcher = Dispatcher(self.url, self.settings, finished, api_url=self.api_url)
-            service = SchedulerService(self.engine, self.settings, dispatcher)
+            service = SchedulerService.elected(
+                self.engine, self.settings, dispatcher, holder=_holder(), on_deposed=self.deposed
+            )
+            epoch = service.epoch
             self.scheduler, self.dispatcher = service, dispatcher
             # Supervisors first: a dead one's end is queued and handled after the rebuild.
-            _adopt(self.engine, dispatcher)
+            _adopt(self.engine, dispatcher, epoch)
             self.events.service = service  # events queue from here on, handled after start
             service.start()
-            log.info("scheduling: %d sets running", len(dispatcher.running()))
+            log.info(
+                "leading the scheduler (epoch %d): %d sets running, supervisors in %s mode",
+                epoch,
+                len(dispatcher.running()),
+                dispatcher.mode,
+            )
+
+    def deposed(self) -> None:
+        """Another server took the leader epoch: stop acting at once, campaign again."""
+        self.step_down()
+        if self.leadership is not None:
+            self.leadership.resign()
 
     def step_down(self) -> None:
         """Stop scheduling; supervisors keep running for the next leader to adopt."""
@@ -82,19 +102,32 @@ class Server:
             self.listener.stop()
         self.step_down()
         self.engine.dispose()
+        if self.database_lock is not None:
+            self.database_lock.release()
 
 
 def assemble(settings: Settings, url: str | None = None, *, api_url: str | None = None) -> Server:
-    """Upgrade the database and start leading (SQLite) or campaigning (PostgreSQL).
+    """Upgrade the database, claim the data directory, and start leading (SQLite) or
+    campaigning (PostgreSQL).
 
     ``api_url`` is where tasks reach this server's API (``LABQ_URL``).
     """
-    url = url or settings.database or database.default_url()
+    data_dir = settings.data_path()
+    url = url or settings.database or database.default_url(data_dir)
     database.upgrade(url)
     engine = database.make_engine(url)
     sqlite = engine.dialect.name == "sqlite"
+    lock = _lock_sqlite(engine) if sqlite else None
+    try:
+        with reading(engine) as repo:
+            datadir.claim(data_dir, repo.installation_id(), url)
+    except Exception:
+        if lock is not None:
+            lock.release()
+        engine.dispose()
+        raise
     events = EventRouter(None if sqlite else engine, lambda: _standby_queue(engine, settings))
-    server = Server(url, engine, settings, events, api_url=api_url)
+    server = Server(url, engine, settings, events, api_url=api_url, database_lock=lock)
     if sqlite:
         server.lead()
         return server
@@ -107,19 +140,39 @@ def assemble(settings: Settings, url: str | None = None, *, api_url: str | None 
     return server
 
 
-def _adopt(engine: Engine, dispatcher: Dispatcher) -> None:
-    """Supervisors of this host that outlived the last leader are watched again;
-    started sets nobody supervises are handed to new supervisors."""
+def _lock_sqlite(engine: Engine) -> DatabaseLock | None:
+    path = engine.url.database
+    if not path or path == ":memory:":
+        return None
+    lock = DatabaseLock(Path(path).resolve())
+    lock.acquire()
+    return lock
+
+
+def _holder() -> str:
+    return f"{socket.gethostname()} pid {os.getpid()}"
+
+
+def _adopt(engine: Engine, dispatcher: Dispatcher, epoch: int) -> None:
+    """Supervisors of this host that outlived the last leader are watched again; started
+    sets no supervisor took up get a fresh claim (a late one finds its claim void) and a
+    supervisor of their own."""
     here = socket.gethostname()
-    with reading(engine) as repo:
-        supervised = repo.supervised_sets()
-        unsupervised = repo.unsupervised_sets()
-    mine = {set_id: pid for set_id, pid, host in supervised if host in (None, here)}
+    launches: list[tuple[int, str]] = []
+    with transaction(engine) as repo:
+        repo.fence(epoch)
+        for set_id, claim in repo.unsupervised_sets():
+            fresh = bridge.new_claim()
+            if repo.claim_set(set_id, fresh, now=utcnow(), replacing=claim):
+                launches.append((set_id, fresh))
+        supervised = repo.supervised_sets()  # after the claims: one that took its set up
+    mine = [(s.set_id, s.pid, s.claim) for s in supervised if s.host in (None, here)]
     alive = set(dispatcher.adopt(mine))
-    for set_id in sorted(set(mine) - alive):
-        log.info("set %s: its supervisor is gone", set_id)
-    for set_id in unsupervised:
-        dispatcher.start(set_id)
+    for set_id, _pid, _claim in mine:
+        if set_id not in alive:
+            log.info("set %s: its supervisor is gone", set_id)
+    for set_id, claim in launches:
+        dispatcher.start(set_id, claim)
 
 
 def _standby_queue(engine: Engine, settings: Settings) -> list[QueueRow]:

@@ -21,6 +21,7 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, text
 
+from labq.dispatch.procs import process_alive
 from tests.acceptance.conftest import free_port, labq_command
 
 SETTINGS = """
@@ -260,8 +261,10 @@ def test_a_hung_supervisor_is_caught_by_the_consistency_pass(lab):
         job = wait_until(
             lambda: job_state(client, job_id, "completed", "aborted"), "the job to end"
         )
+        assert not process_alive(pid), "the server killed it before handing its system on"
     finally:
-        os.killpg(pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
     first_set, retry = job["sets"]
     assert first_set["recipes"][0]["state"] == "aborted"
     assert first_set["stop_reason"] == "the supervisor stopped heart-beating"

@@ -22,6 +22,7 @@ from labq.domain.states import RecipeState
 from labq.errors import NotFoundError
 from labq.service.loop import SchedulerService
 from labq.store import make_engine, reading, transaction, upgrade
+from tests.doubles import RecordingDispatcher
 
 with warnings.catch_warnings():
     # Starlette >= 1.x asks for httpx2 behind its TestClient; httpx still works.
@@ -201,19 +202,7 @@ def submit(lab: Lab, who: str = "alice", **fields: object) -> int:
 
 # --- with the real scheduler service, playing the supervisors by hand ------------------
 
-
-class RecordingDispatcher:
-    """Starts nothing; remembers what it was told (the test plays each supervisor)."""
-
-    def __init__(self) -> None:
-        self.started: list[int] = []
-        self.stopped: list[int] = []
-
-    def start(self, set_id: int) -> None:
-        self.started.append(set_id)
-
-    def stop(self, set_id: int) -> None:
-        self.stopped.append(set_id)
+__all__ = ["RecordingDispatcher"]
 
 
 def play_set(
@@ -230,5 +219,14 @@ def play_set(
         for recipe in repo.get_recipe_set(set_id).recipes:
             for state in (*ON_THE_WAY, final):
                 repo.move_recipe(recipe.id, state, now=now)
-    service.set_finished(set_id, code)
+    claim = repo_claim(engine, set_id)
+    service.set_finished(set_id, code, claim)
     service.drain()
+
+
+def repo_claim(engine: Engine, set_id: int) -> str:
+    """The claim a started set carries (what its supervisor would report its end with)."""
+    with transaction(engine) as repo:
+        claim = repo.claim_of(set_id)
+    assert claim is not None, f"set {set_id} was never started"
+    return claim

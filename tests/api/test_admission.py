@@ -140,7 +140,7 @@ def make_live(template: Path, tmp_path: Path) -> Iterator[LiveFactory]:
         )
         engine, tokens = seeded(template, tmp_path)
         dispatcher = RecordingDispatcher()
-        service = SchedulerService(engine, settings, dispatcher)
+        service = SchedulerService.elected(engine, settings, dispatcher, holder="test")
         service.start()
         client = TestClient(create_app(engine, settings, service), raise_server_exceptions=False)
         client.__enter__()
@@ -405,7 +405,7 @@ def test_pauses_and_blocks_hold_across_a_restart(live: Live) -> None:
     in_lab1 = live.submit(lab="lab1")
     live.service.stop()
     settings = live.service.settings
-    again = SchedulerService(live.engine, settings, live.dispatcher)
+    again = SchedulerService.elected(live.engine, settings, live.dispatcher, holder="again")
     again.start()
     live.service = again
     first_client = live.client
@@ -469,11 +469,11 @@ def real(template: Path, tmp_path: Path) -> Iterator[tuple[TestClient, Engine, d
     )
     service: SchedulerService
 
-    def finished(set_id: int, code: int | None) -> None:
-        service.set_finished(set_id, code)
+    def finished(set_id: int, code: int | None, claim: str) -> None:
+        service.set_finished(set_id, code, claim)
 
     dispatcher = Dispatcher(url, settings, finished, poll_every=0.1)
-    service = SchedulerService(engine, settings, dispatcher)
+    service = SchedulerService.elected(engine, settings, dispatcher, holder="test")
     service.start()
     try:
         with TestClient(create_app(engine, settings, service)) as client:

@@ -176,7 +176,7 @@ def live(template: Path, tmp_path: Path) -> Iterator[Live]:
     # no consistency pass while the test moves the clock: every event comes from the test
     settings = Settings(data_dir=str(tmp_path / "data"), consistency_every=30 * 86400)
     dispatcher = RecordingDispatcher()
-    service = SchedulerService(engine, settings, dispatcher, clock=clock)
+    service = SchedulerService.elected(engine, settings, dispatcher, holder="test", clock=clock)
     service.start()
     app = create_app(engine, settings, service, clock=clock)
     try:

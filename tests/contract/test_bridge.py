@@ -24,7 +24,9 @@ from labq.scheduler import decisions as d
 from labq.scheduler.core import Scheduler
 from labq.scheduler.entries import SchedulerConfig
 from labq.service import bridge
+from labq.service.actions import Launch
 from labq.store import Repository, epoch
+from labq.store.supervisors import Beat
 
 from .conftest import ADMIN, Database, at
 
@@ -141,7 +143,7 @@ class Service:
         for action in bridge.apply(self.repo, answers[0], now=now):
             if isinstance(action, bridge.Retried):
                 clones.append(action.clone)
-            elif isinstance(action, d.Start):
+            elif isinstance(action, Launch):
                 self.dispatch(action.set, now)
         if clones:
             subs = bridge.submissions(self.repo, clones)
@@ -164,6 +166,15 @@ class Service:
             for u in self.repo.unfinished_sets()
             if u.started_at is not None and all(not r.state.is_final for r in u.recipes)
         ]
+
+
+def launched(actions: list[Any]) -> list[int]:
+    """The sets launched, each under the claim its start was committed with."""
+    out = []
+    for action in actions:
+        assert isinstance(action, Launch), action
+        out.append(action.set)
+    return out
 
 
 def recipes_of(repo: Repository, set_id: int) -> list[int]:
@@ -221,7 +232,7 @@ def test_the_services_own_steps_submit_and_finish(repo: Repository) -> None:
         spec(X86, max_retries=1), owner="bob", now=at(1), source_format="native"
     )
     (set_id,) = [s.id for s in repo.load_job(job_id).sets]
-    assert bridge.submit_job(repo, scheduler, job_id, now=at(1)) == [d.Start(set_id, "lab1")]
+    assert launched(bridge.submit_job(repo, scheduler, job_id, now=at(1))) == [set_id]
     (recipe,) = recipes_of(repo, set_id)
     with pytest.raises(ValueError, match="no outcome"):
         bridge.finish(repo, scheduler, set_id, now=at(2))
@@ -231,7 +242,7 @@ def test_the_services_own_steps_submit_and_finish(repo: Repository) -> None:
     )
     clone = repo.load_job(job_id).current_sets[0]
     assert clone.retry_of == set_id
-    assert starts == [d.Start(clone.id, "lab1")]  # the clone went to the core at once
+    assert launched(starts) == [clone.id]  # the clone went to the core at once
     assert clone.id in scheduler.sets
     assert clone.spec.recipes[0].exclude == ["a1"]
     assert repo.recipe_history(recipe)[-1].reason == "lost"
@@ -248,7 +259,9 @@ def test_a_cancelled_holder_and_a_stopped_runner_are_committed(repo: Repository)
     assert repo.get_recipe_set(wide).stop_reason == "user"
     assert repo.get_recipe_set(waiter).state is RecipeState.CANCELLED
     assert repo.get_system("b3").usage is Usage.IDLE  # released, then nothing wanted it
-    assert repo.heartbeat(wide, now=at(5)) is False  # no supervisor recorded here
+    claim = repo.claim_of(wide)
+    assert claim is not None  # started under a claim, never taken up
+    assert repo.heartbeat(wide, now=at(5), claim=claim) is Beat.LOST
     del pair
 
 
@@ -294,7 +307,7 @@ def test_resume_catches_up_on_what_a_crash_left_undecided(repo: Repository) -> N
     assert rebuilt.sets == {}
     starts = bridge.resume(repo, rebuilt, now=at(2))
     (set_id,) = [s.id for s in repo.load_job(job_id).sets]
-    assert starts == [d.Start(set_id, "lab1")]
+    assert launched(starts) == [set_id]
     assert repo.get_recipe_set(set_id).started_at == at(2)
     assert repo.get_system("a4").usage is Usage.IDLE
     assert bridge.resume(repo, rebuilt, now=at(3)) == []

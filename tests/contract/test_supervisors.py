@@ -7,8 +7,9 @@ import pytest
 from labq.domain.priority import Priority
 from labq.domain.requirements import parse
 from labq.domain.states import RecipeState, Usage
-from labq.errors import ConflictError, NotFoundError
+from labq.errors import ClaimLost, ConflictError, NotFoundError
 from labq.store import Repository
+from labq.store.supervisors import Beat, Supervised
 
 from .conftest import ADMIN, at, job_spec, recipe_ids
 
@@ -37,21 +38,27 @@ def test_a_set_starts_once_every_recipe_holds_a_system_of_the_lab(seeded: Reposi
     assert not seeded.start_recipe_set(set_id, lab="lab1", now=at(4))  # a repeat
     view = seeded.get_recipe_set(set_id)
     assert (view.lab, view.started_at, view.finished_at) == ("lab1", at(3), None)
-    assert seeded.unsupervised_sets() == [set_id]
+    assert seeded.unsupervised_sets() == [(set_id, None)]
     assert seeded.unsupervised_sets(lab="lab2") == []
     with pytest.raises(NotFoundError):
         seeded.start_recipe_set(set_id + 100, lab="lab1", now=at(4))
 
 
+def taken_up(repo: Repository, set_id: int, pid: int, *, now: float, host: str = "host-a") -> str:
+    """Start the set under a claim and let a supervisor take it up; the claim."""
+    claim = f"claim-{set_id}-{pid}"
+    repo.start_recipe_set(set_id, lab="lab1", now=at(now), claim=claim)
+    repo.confirm_claim(set_id, claim, pid, host, now=at(now + 1))
+    return claim
+
+
 def test_supervisors_heartbeat_until_they_go_quiet(seeded: Repository) -> None:
     quiet, busy = scheduled_set(seeded, "s1.lab"), scheduled_set(seeded, "s2.lab")
-    with pytest.raises(ConflictError, match="has not started"):
-        seeded.record_supervisor(quiet, 4242, "host-a", now=at(3))
-    for set_id in (quiet, busy):
-        seeded.start_recipe_set(set_id, lab="lab1", now=at(3))
-        seeded.record_supervisor(set_id, 4242 + set_id, "host-a", now=at(4))
+    with pytest.raises(ClaimLost):
+        seeded.confirm_claim(quiet, "nobody's", 4242, "host-a", now=at(3))
+    claims = {s: taken_up(seeded, s, 4242 + s, now=3) for s in (quiet, busy)}
     assert seeded.unsupervised_sets() == []
-    assert seeded.heartbeat(busy, now=at(60))
+    assert seeded.heartbeat(busy, now=at(60), claim=claims[busy]) is Beat.CARRY_ON
     assert seeded.stale_supervisors(older_than=at(30)) == [quiet]
     assert seeded.stale_supervisors(older_than=at(4)) == []
     view = seeded.get_recipe_set(busy)
@@ -60,30 +67,66 @@ def test_supervisors_heartbeat_until_they_go_quiet(seeded: Repository) -> None:
         "host-a",
         at(60),
     )
-    # A restarted dispatcher adopts the set with a new supervisor: the old one must stop.
-    seeded.record_supervisor(busy, 99, "host-b", now=at(61))
-    assert not seeded.heartbeat(busy, now=at(62), pid=4242 + busy)
-    assert seeded.heartbeat(busy, now=at(62), pid=99)
+    assert seeded.supervised_sets() == [
+        Supervised(quiet, claims[quiet], 4242 + quiet, "host-a"),
+        Supervised(busy, claims[busy], 4242 + busy, "host-a"),
+    ]
+    # a claim that is not the set's is told it has lost it
+    assert seeded.heartbeat(busy, now=at(62), claim="another") is Beat.LOST
+    with pytest.raises(ClaimLost, match="another supervisor holds it"):
+        seeded.guard_claim(busy, "another")
+    seeded.guard_claim(busy, claims[busy])
+
+
+def test_exactly_one_supervisor_takes_a_claim_up(seeded: Repository) -> None:
+    set_id = scheduled_set(seeded, "s1.lab")
+    assert not seeded.claim_set(set_id, "early", now=at(2))  # not started: nothing to claim
+    seeded.start_recipe_set(set_id, lab="lab1", now=at(3))
+    assert seeded.unsupervised_sets() == [(set_id, None)]
+    assert seeded.claim_set(set_id, "first", now=at(4))
+    assert not seeded.claim_set(set_id, "second", now=at(4))  # claimed already
+    assert seeded.unsupervised_sets() == [(set_id, "first")]
+    assert seeded.unsupervised_sets(claimed_before=at(4)) == []  # on its way
+    assert seeded.unsupervised_sets(claimed_before=at(5)) == [(set_id, "first")]
+    # a new leader gives the set a fresh claim: the first launch is void
+    assert not seeded.claim_set(set_id, "third", now=at(5), replacing="second")
+    assert seeded.claim_set(set_id, "third", now=at(5), replacing="first")
+    with pytest.raises(ClaimLost, match="another supervisor holds it"):
+        seeded.confirm_claim(set_id, "first", 11, "h", now=at(6))
+    seeded.confirm_claim(set_id, "third", 12, "h", now=at(6))
+    with pytest.raises(ClaimLost, match="has taken it up already"):
+        seeded.confirm_claim(set_id, "third", 13, "h", now=at(7))
+    # taken up: it can no longer be replaced
+    assert not seeded.claim_set(set_id, "fourth", now=at(8), replacing="third")
+    assert seeded.claim_of(set_id) == "third"
+    assert seeded.get_recipe_set(set_id).supervisor_pid == 12
 
 
 def test_a_stop_request_and_the_end_of_a_set_stop_its_supervisor(seeded: Repository) -> None:
     set_id = scheduled_set(seeded, "s1.lab")
     with pytest.raises(ConflictError, match="cancel it instead"):
         seeded.request_stop(set_id, "cancelled by bob")
-    seeded.start_recipe_set(set_id, lab="lab1", now=at(3))
-    seeded.record_supervisor(set_id, 7, "h", now=at(3))
+    claim = taken_up(seeded, set_id, 7, now=3)
     assert seeded.request_stop(set_id, "cancelled by bob")
     assert not seeded.request_stop(set_id, "again")
-    assert not seeded.heartbeat(set_id, now=at(4))
+    assert seeded.heartbeat(set_id, now=at(4), claim=claim) is Beat.STOP
     assert seeded.get_recipe_set(set_id).stop_reason == "cancelled by bob"
     (recipe,) = (r.id for r in seeded.get_recipe_set(set_id).recipes)
     seeded.move_recipe(recipe, RecipeState.CANCELLED, now=at(5))
     assert seeded.get_recipe_set(set_id).finished_at == at(5)
     assert seeded.stale_supervisors(older_than=at(100)) == []
-    assert not seeded.heartbeat(set_id, now=at(6))
+    assert seeded.heartbeat(set_id, now=at(6), claim=claim) is Beat.LOST
     assert not seeded.request_stop(set_id, "late")
-    with pytest.raises(ConflictError):
-        seeded.record_supervisor(set_id, 8, "h", now=at(7))
+    with pytest.raises(ClaimLost, match="it has ended"):
+        seeded.guard_claim(set_id, claim)
+
+
+def test_a_stopped_set_cannot_be_taken_up(seeded: Repository) -> None:
+    set_id = scheduled_set(seeded, "s1.lab")
+    seeded.start_recipe_set(set_id, lab="lab1", now=at(3), claim="c")
+    seeded.request_stop(set_id, "cancelled by bob")
+    with pytest.raises(ClaimLost, match="asked to stop: cancelled by bob"):
+        seeded.confirm_claim(set_id, "c", 7, "h", now=at(4))
 
 
 def test_unfinished_sets_carry_what_the_scheduler_needs(seeded: Repository) -> None:

@@ -6,7 +6,6 @@ Every supervisor here is a real ``python -m labq.dispatch.supervisor`` subproces
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -22,6 +21,8 @@ import pytest
 from sqlalchemy import Engine
 
 from labq.config import Settings
+from labq.dispatch import containment
+from labq.dispatch.procs import process_alive
 from labq.domain.job import JobSpec
 from labq.domain.model import System
 from labq.domain.states import RecipeState, Result, Usage
@@ -68,6 +69,13 @@ class Lab:
                 repo.move_recipe(recipe.id, RecipeState.SCHEDULED, now=now, system=f"s{i}.test")
             repo.start_recipe_set(view.id, lab=LAB, now=now)
         return view.id
+
+    def claim(self, set_id: int) -> str:
+        """Claim a started set, as the scheduler does when it starts one; the token."""
+        token = f"test-claim-{set_id}-{time.monotonic_ns()}"
+        with self.repo() as repo:
+            assert repo.claim_set(set_id, token, now=datetime.now(UTC))
+        return token
 
     def command(self, set_id: int) -> list[str]:
         return [
@@ -285,10 +293,13 @@ def test_a_set_that_cannot_run_is_left_to_the_server(lab: Lab) -> None:
     assert f"no recipe set {view.id + 100}" in missing.stderr
 
 
-def test_a_killed_supervisor_leaves_a_stale_heartbeat(lab: Lab, tmp_path: Path) -> None:
+def test_a_killed_supervisor_leaves_a_stale_heartbeat_and_its_tasks_are_reaped(
+    lab: Lab, tmp_path: Path
+) -> None:
     pid_file = tmp_path / "task.pid"
+    # the task leaves its process group and session: only its run mark still finds it
     set_id = lab.started_set(
-        {"tasks": [{"name": "long", "run": f"echo $$ > {pid_file}; sleep 30"}]}
+        {"tasks": [{"name": "long", "run": f"setsid sh -c 'echo $$ > {pid_file}; sleep 30'"}]}
     )
     proc = lab.popen(set_id)
     try:
@@ -300,14 +311,95 @@ def test_a_killed_supervisor_leaves_a_stale_heartbeat(lab: Lab, tmp_path: Path) 
             proc.kill()
             proc.wait()
         proc.communicate()
-        if pid_file.exists() and pid_file.read_text().strip():
-            # the task lives in a process group of its own: the kill did not reach it
-            os.killpg(int(pid_file.read_text()), signal.SIGKILL)
+    task_pid = int(pid_file.read_text())
+    assert process_alive(task_pid)  # a bare supervisor process: nothing contained its tasks
     with lab.read() as repo:
-        last = repo.get_recipe_set(set_id).heartbeat_at
-        assert last is not None
+        view = repo.get_recipe_set(set_id)
+        claim = repo.claim_of(set_id)
+    assert claim is not None
+    assert containment.reap(containment.run_mark(claim)) >= 1  # what the dispatcher does
+    assert not process_alive(task_pid)
+    last = view.heartbeat_at
+    assert last is not None
     time.sleep(3 * HEARTBEAT)
     with lab.read() as repo:
         assert repo.get_recipe_set(set_id).heartbeat_at == last  # nobody beats any more
         assert repo.stale_supervisors(older_than=last + timedelta(seconds=HEARTBEAT)) == [set_id]
         assert repo.get_recipe_set(set_id).recipes[0].state is RecipeState.RUNNING
+
+
+def test_a_second_supervisor_of_a_claimed_set_touches_nothing(lab: Lab, tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    set_id = lab.started_set({"tasks": [{"name": "once", "run": f"echo run >> {runs}; sleep 2"}]})
+    first = lab.popen(set_id)
+    try:
+        wait_for(lambda: task_running(lab, set_id), what="the first supervisor's task")
+        with lab.read() as repo:
+            before = [
+                h.state for h in repo.recipe_history(repo.get_recipe_set(set_id).recipes[0].id)
+            ]
+        second = lab.supervise(set_id)
+        assert second.returncode == 3, second.stderr
+        assert "claimed by another supervisor" in second.stderr
+        with lab.read() as repo:
+            recipe = repo.get_recipe_set(set_id).recipes[0]
+            assert [h.state for h in repo.recipe_history(recipe.id)] == before
+        first.wait(timeout=20)
+    finally:
+        if first.poll() is None:
+            first.kill()
+        first.communicate()
+    assert runs.read_text() == "run\n"  # it ran once
+    with lab.read() as repo:
+        assert repo.get_recipe_set(set_id).recipes[0].state is RecipeState.COMPLETED
+
+
+def test_a_supervisor_whose_claim_was_replaced_before_it_took_it_up_exits(lab: Lab) -> None:
+    set_id = lab.started_set({"tasks": [{"name": "t", "run": "true"}]})
+    old = lab.claim(set_id)
+    with lab.repo() as repo:  # a new leader re-launches the set: the old launch is void
+        assert repo.claim_set(set_id, "fresh", now=datetime.now(UTC), replacing=old)
+    late = subprocess.run(
+        [*lab.command(set_id), "--secrets-on-stdin"],
+        input=json.dumps({"database": lab.url, "claim": old, "pid": 4242}) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert late.returncode == 3, late.stderr
+    assert "another supervisor holds it" in late.stderr
+    with lab.read() as repo:
+        view = repo.get_recipe_set(set_id)
+        assert view.supervisor_pid is None
+        assert [r.state for r in view.recipes] == [RecipeState.SCHEDULED]
+
+
+def test_a_supervisor_that_finds_its_set_ended_stops_its_tasks_and_writes_nothing(
+    lab: Lab, tmp_path: Path
+) -> None:
+    pid_file = tmp_path / "task.pid"
+    set_id = lab.started_set(
+        {"tasks": [{"name": "long", "run": f"echo $$ > {pid_file}; exec sleep 30"}]}
+    )
+    proc = lab.popen(set_id)
+    try:
+        wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(), what="the task")
+        now = datetime.now(UTC)
+        with lab.repo() as repo:  # the server gave up on it (as after a stale heartbeat)
+            repo.request_stop(set_id, "the supervisor stopped heart-beating")
+            (recipe,) = repo.get_recipe_set(set_id).recipes
+            repo.move_recipe(recipe.id, RecipeState.ABORTED, now=now, reason="given up")
+        proc.wait(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    _, err = proc.communicate()
+    assert proc.returncode == 3, err
+    assert not process_alive(int(pid_file.read_text()))
+    with lab.read() as repo:
+        (recipe,) = repo.get_recipe_set(set_id).recipes
+        assert recipe.state is RecipeState.ABORTED
+        assert [h.reason for h in repo.recipe_history(recipe.id)][-1] == "given up"
+        assert recipe.tasks[0].status == "aborted"  # ended with its recipe, by the server

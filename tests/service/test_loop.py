@@ -12,20 +12,11 @@ from labq.domain.states import Condition, RecipeState, Usage
 from labq.formats.native import validate_native
 from labq.service.loop import SchedulerService
 from labq.store import database, transaction
+from tests.doubles import RecordingDispatcher
+
+__all__ = ["RecordingDispatcher"]
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
-
-
-class RecordingDispatcher:
-    def __init__(self):
-        self.started: list[int] = []
-        self.stopped: list[int] = []
-
-    def start(self, set_id):
-        self.started.append(set_id)
-
-    def stop(self, set_id):
-        self.stopped.append(set_id)
 
 
 @pytest.fixture
@@ -42,7 +33,9 @@ def engine(tmp_path):
 
 def make_service(engine, dispatcher, **health):
     settings = Settings(health=Health(**health), consistency_every=3600)
-    service = SchedulerService(engine, settings, dispatcher, clock=lambda: NOW)
+    service = SchedulerService.elected(
+        engine, settings, dispatcher, holder="test", clock=lambda: NOW
+    )
     service.start()
     return service
 
@@ -84,7 +77,7 @@ def test_a_submitted_job_is_scheduled_committed_then_dispatched(engine):
         assert {r.state for r in rs.recipes} == {RecipeState.SCHEDULED}
         assert dispatcher.started == [rs.id]
     run_to(engine, rs.id, RecipeState.COMPLETED)
-    service.set_finished(rs.id, 0)
+    service.set_finished(rs.id, 0, dispatcher.claims[rs.id])
     service.drain()
     with transaction(engine) as repo:
         assert {repo.get_system(f).usage for f in ("a", "b")} == {Usage.IDLE}
@@ -99,7 +92,7 @@ def test_a_dead_supervisor_aborts_its_recipes_and_the_set_is_retried(engine):
     add_systems(engine, service, "a", "b")
     job_id = submit(engine, service, recipes=1, max_retries=1)
     first = dispatcher.started[0]
-    service.set_finished(first, -9)  # killed before it moved anything
+    service.set_finished(first, -9, dispatcher.claims[first])  # killed before it moved anything
     service.drain()
     with transaction(engine) as repo:
         sets = repo.load_job(job_id).sets
@@ -122,7 +115,7 @@ def test_a_system_that_keeps_aborting_is_marked_broken(engine):
         submit(engine, service, recipes=1)
         set_id = dispatcher.started[-1]
         run_to(engine, set_id, RecipeState.ABORTED)
-        service.set_finished(set_id, 0)
+        service.set_finished(set_id, 0, dispatcher.claims[set_id])
         service.drain()
     with transaction(engine) as repo:
         system = repo.get_system("a")
@@ -143,7 +136,7 @@ def test_a_restarted_service_carries_on_from_the_database(engine):
 
     again = RecordingDispatcher()
     service = make_service(engine, again)
-    service.set_finished(first, 0)
+    service.set_finished(first, 0, dispatcher.claims[first])
     service.drain()
     with transaction(engine) as repo:
         (rs,) = repo.load_job(waiting_job).sets

@@ -22,12 +22,13 @@ from labq.store import reading, transaction
 TakeLocks = Callable[[], Outcome]
 
 
-def set_credentials(engine: Engine, set_id: int, api_url: str | None) -> dict[str, str]:
+def set_credentials(engine: Engine, set_id: int, claim: str, api_url: str | None) -> dict[str, str]:
     """``LABQ_URL`` and a fresh ``LABQ_TOKEN`` for the set's tasks; none without an API URL."""
     if not api_url:
         return {}
     now = datetime.now(UTC)
     with transaction(engine) as repo:
+        repo.guard_claim(set_id, claim)
         owner = repo.load_job(repo.get_recipe_set(set_id).job_id).owner
         _id, secret = repo.create_token(
             owner, f"recipe set {set_id}", now=now, recipe_set=set_id, actor="supervisor"
@@ -35,7 +36,7 @@ def set_credentials(engine: Engine, set_id: int, api_url: str | None) -> dict[st
     return {"LABQ_URL": api_url, "LABQ_TOKEN": secret}
 
 
-def declared_locks(engine: Engine, set_id: int) -> TakeLocks:
+def declared_locks(engine: Engine, set_id: int, claim: str) -> TakeLocks:
     """Something to call until it says granted: each call asks again (and keeps the place)."""
     with reading(engine) as repo:
         view = repo.get_recipe_set(set_id)
@@ -44,6 +45,7 @@ def declared_locks(engine: Engine, set_id: int) -> TakeLocks:
 
     def take() -> Outcome:
         with transaction(engine) as repo:
+            repo.guard_claim(set_id, claim)
             return repo.acquire_locks(set_id, grants, now=datetime.now(UTC))
 
     return take

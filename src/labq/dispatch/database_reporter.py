@@ -4,15 +4,18 @@ is one short transaction on the repository.
 Recipe moves carry their system with them (``move_recipe``); a final move also
 records the recipe's result (the worst of its tasks', at least ``warn`` when it
 did not complete) and where its logs are, in the same transaction. A heartbeat
-that the database answers with "stop" (a stop was requested, the set ended, or
-another supervisor took over) sets the cancel event the runner watches.
+that the database answers with "stop" (a stop was requested) sets the cancel
+event the runner watches; every write and heartbeat is guarded by the set's
+claim, and one that finds the claim gone (the set ended or another supervisor
+has it) sets ``lost`` as well: the runner then stops without touching anything.
 """
 
 from __future__ import annotations
 
-import os
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
@@ -20,7 +23,9 @@ from typing import Final
 from sqlalchemy import Engine
 
 from labq.domain.states import RecipeState, Result, worst_result
-from labq.store import reading, transaction
+from labq.errors import ClaimLost
+from labq.store import Repository, reading, transaction
+from labq.store.supervisors import Beat
 
 Clock = Callable[[], datetime]
 
@@ -44,30 +49,41 @@ def task_status(result: Result, message: str) -> str:
 
 
 class DatabaseReporter:
-    """Reports one recipe set's run to the database, one transaction per callback.
+    """Reports one recipe set's run to the database, one transaction per callback, each
+    guarded by the set's claim.
 
     ``log_root`` is the set's log directory (``<data_dir>/logs/set-<id>``): each
     recipe's log directory, recorded when the recipe starts waiting, is
     ``log_root/<fqdn>``. ``cancel`` is set when a heartbeat is told to stop.
+    ``lost`` (and ``cancel``) are set, and nothing more is written, once the claim
+    is found gone — or once no heartbeat got through for ``lease`` seconds, since
+    the server then may end the set and hand its systems on.
     """
 
     def __init__(
         self,
         engine: Engine,
         set_id: int,
+        claim: str,
         clock: Clock = utc_now,
         *,
         cancel: threading.Event | None = None,
+        lost: threading.Event | None = None,
+        lease: float | None = None,
         log_root: Path | None = None,
-        pid: int | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.engine = engine
         self.set_id = set_id
+        self.claim = claim
         self.clock = clock
         self.cancel = cancel if cancel is not None else threading.Event()
+        self.lost = lost if lost is not None else threading.Event()
+        self.lease = lease
         self.log_root = log_root
-        self.pid = os.getpid() if pid is None else pid
+        self.monotonic = monotonic
         self.stop_requested = False
+        self._last_beat = monotonic()
         self._task_recipe: dict[int, int] = {}
         self._fqdn: dict[int, str] = {}
         self._results: dict[int, list[Result]] = {}
@@ -79,10 +95,27 @@ class DatabaseReporter:
                 for task in recipe.tasks:
                     self._task_recipe[task.id] = recipe.id
 
+    @contextmanager
+    def _guarded(self) -> Iterator[Repository]:
+        """A transaction that writes only while the claim is still ours."""
+        if self.lost.is_set():
+            raise ClaimLost(f"recipe set {self.set_id}: the claim was lost; nothing is written")
+        try:
+            with transaction(self.engine) as repo:
+                repo.guard_claim(self.set_id, self.claim)
+                yield repo
+        except ClaimLost:
+            self._lose()
+            raise
+
+    def _lose(self) -> None:
+        self.lost.set()
+        self.cancel.set()
+
     def recipe_state(self, recipe_id: int, state: RecipeState, reason: str | None = None) -> None:
         """Move the recipe; a final move also records its result and log directory."""
         now = self.clock()
-        with transaction(self.engine) as repo:
+        with self._guarded() as repo:
             if state is RecipeState.WAITING and self.log_root is not None:
                 fqdn = self._fqdn.get(recipe_id)
                 if fqdn is not None:
@@ -97,7 +130,7 @@ class DatabaseReporter:
     def task_started(self, task_id: int) -> None:
         """The task runs."""
         now = self.clock()
-        with transaction(self.engine) as repo:
+        with self._guarded() as repo:
             repo.start_task(task_id, now=now)
 
     def task_finished(
@@ -108,7 +141,7 @@ class DatabaseReporter:
         if recipe_id is not None:
             self._results.setdefault(recipe_id, []).append(result)
         now = self.clock()
-        with transaction(self.engine) as repo:
+        with self._guarded() as repo:
             repo.finish_task(
                 task_id,
                 now=now,
@@ -120,11 +153,24 @@ class DatabaseReporter:
             )
 
     def heartbeat(self) -> None:
-        """Record that this supervisor is alive; the database may answer "stop"."""
-        now = self.clock()
-        with transaction(self.engine) as repo:
-            carry_on = repo.heartbeat(self.set_id, now=now, pid=self.pid)
-        if not carry_on:
+        """Record that this supervisor is alive; the database may answer "stop" or "gone".
+
+        A heartbeat that cannot get through is retried at the next beat; after
+        ``lease`` seconds without one the set is given up as lost.
+        """
+        if self.lost.is_set():
+            return
+        try:
+            with transaction(self.engine) as repo:
+                beat = repo.heartbeat(self.set_id, now=self.clock(), claim=self.claim)
+        except Exception:
+            if self.lease is not None and self.monotonic() - self._last_beat > self.lease:
+                self._lose()
+            raise
+        self._last_beat = self.monotonic()
+        if beat is Beat.LOST:
+            self._lose()
+        elif beat is Beat.STOP:
             self.stop_requested = True
             self.cancel.set()
 

@@ -1,40 +1,61 @@
 """The in-server dispatcher: one supervisor process per started recipe set.
 
-:meth:`Dispatcher.start` launches ``python -m labq.dispatch.supervisor`` in a
-process group of its own (so a server restart, a Ctrl-C in its terminal or a
-signal to the server's group leaves it running) and a thread waits for its
-exit and calls ``on_finished(set_id, returncode)``. The supervisor records its
-own pid and host in the database; after a server restart :meth:`adopt` takes
-those pids back: a live supervisor of that set is watched until it exits, a
-dead one is reported at once. ``returncode`` is None when the exit status
-cannot be known (an adopted process is not our child).
+:meth:`Dispatcher.start` launches ``python -m labq.dispatch.supervisor`` for a
+set and the claim the scheduler gave it, contained as
+:mod:`labq.dispatch.containment` says (a PID namespace of its own where the
+host allows, else its own session), and a thread waits for its exit and calls
+``on_finished(set_id, returncode, claim)`` — only once everything the set ran is
+gone. The supervisor records its pid and host in the database when it takes the
+claim up; after a server restart :meth:`adopt` takes those pids back: a live
+supervisor of that set is watched until it exits, a dead one is reported at
+once. ``returncode`` is None when the exit status cannot be known (an adopted
+process is not our child).
 
-The database URL goes to the supervisor in its environment (``LABQ_DB``), never
-on its command line, where any local user could read a password; the effective
-settings go in a file only the server's user can read.
+Secrets never travel in the supervisor's environment or on its command line,
+where a task could read them: the database URL and the claim go down a pipe on
+its standard input, and the effective settings (without the database) go in a
+file only the server's user can read. The supervisor's environment holds only
+the few variables a process needs (:data:`PASSED_ON`).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from labq.config import Settings
+from labq.dispatch import containment
 from labq.dispatch.logs import set_log_dir
 
-OnFinished = Callable[[int, int | None], None]
+OnFinished = Callable[[int, int | None, str], None]
 MODULE: Final = "labq.dispatch.supervisor"
 OUTPUT_NAME: Final = "supervisor-output.log"
 DEFAULT_GRACE: Final = 30.0  # the supervisor kills tasks (5 s), archives and cleans up first
 DEFAULT_POLL: Final = 1.0
+# What a supervisor inherits of the server's environment: nothing that could be a secret.
+PASSED_ON: Final = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "LC_ALL",
+    "TZ",
+    "TMPDIR",
+    "SSH_AUTH_SOCK",
+    "PYTHONPATH",
+    "VIRTUAL_ENV",
+    "LABQ_DEBUG",
+)
 
 _log = logging.getLogger(__name__)
 
@@ -62,7 +83,8 @@ def is_supervisor(pid: int, set_id: int) -> bool:
 @dataclass
 class _Watched:
     set_id: int
-    pid: int
+    pid: int  # the contained process: leads its own session, so its group is the set's
+    claim: str
     proc: subprocess.Popen[bytes] | None  # None: adopted, not our child
 
 
@@ -83,6 +105,7 @@ class Dispatcher:
         poll_every: float = DEFAULT_POLL,
         python: str = sys.executable,
         api_url: str | None = None,
+        mode: containment.Mode | None = None,
     ) -> None:
         self.db_url = db_url
         self.api_url = api_url
@@ -92,14 +115,15 @@ class Dispatcher:
         self.poll_every = poll_every
         self.python = python
         self.data_dir = settings.data_path()
+        self.mode = mode or containment.available_mode()
         self._lock = threading.Lock()
         self._watched: dict[int, _Watched] = {}
         self._closed = threading.Event()
 
     # -- starting ---------------------------------------------------------------------
 
-    def start(self, set_id: int) -> int:
-        """Launch the supervisor of a started set; returns its pid."""
+    def start(self, set_id: int, claim: str) -> int:
+        """Launch the supervisor of a started set under ``claim``; returns its pid."""
         with self._lock:
             if self._closed.is_set():
                 raise RuntimeError("the dispatcher has been shut down")
@@ -117,25 +141,41 @@ class Dispatcher:
                 str(self._settings_file(set_id)),
                 "--data-dir",
                 str(self.data_dir),
+                "--secrets-on-stdin",
             ]
-            env = {**os.environ, "LABQ_DB": self.db_url}
-            if self.api_url:
-                env["LABQ_URL"] = self.api_url
             with (log_dir / OUTPUT_NAME).open("ab") as out:
                 proc = subprocess.Popen(
-                    command,
-                    stdin=subprocess.DEVNULL,
+                    containment.wrap(command, self.mode),
+                    stdin=subprocess.PIPE,
                     stdout=out,
                     stderr=subprocess.STDOUT,
-                    env=env,
+                    env=self._environment(),
                     cwd=self.data_dir,
                     start_new_session=True,  # its own session and process group
                     close_fds=True,
                 )
-            watched = _Watched(set_id, proc.pid, proc)
+            self._hand_secrets(proc, claim)
+            watched = _Watched(set_id, proc.pid, claim, proc)
             self._watched[set_id] = watched
         self._spawn(self._wait_child, watched)
         return proc.pid
+
+    def _environment(self) -> dict[str, str]:
+        env = {k: os.environ[k] for k in PASSED_ON if k in os.environ}
+        if self.api_url:
+            env["LABQ_URL"] = self.api_url
+        return env
+
+    def _hand_secrets(self, proc: subprocess.Popen[bytes], claim: str) -> None:
+        """The database URL, the claim and the supervisor's own pid (as the host sees it),
+        down the pipe; a supervisor that died first finds out nothing."""
+        assert proc.stdin is not None
+        secrets = {"database": self.db_url, "claim": claim, "pid": proc.pid}
+        try:
+            proc.stdin.write(json.dumps(secrets).encode() + b"\n")
+            proc.stdin.close()
+        except OSError:  # it died before reading: its exit is reported as any other
+            pass
 
     def _settings_file(self, set_id: int) -> Path:
         """The effective settings for the supervisor (without the database URL), mode 0600."""
@@ -150,29 +190,29 @@ class Dispatcher:
 
     # -- adopting after a restart ---------------------------------------------------
 
-    def adopt(self, sets: Mapping[int, int] | Iterable[tuple[int, int]]) -> list[int]:
-        """Take back supervisors recorded before a restart: ``{set_id: pid}``.
+    def adopt(self, supervisors: Iterable[tuple[int, int, str]]) -> list[int]:
+        """Take back supervisors recorded before a restart: ``(set_id, pid, claim)``.
 
         Give only the sets recorded on this host. A live supervisor of its set
         is watched until it exits; for any other (dead, or the pid now belongs
-        to something else) ``on_finished(set_id, None)`` is called at once.
-        Returns the sets adopted alive.
+        to something else) ``on_finished(set_id, None, claim)`` is called once what
+        it left behind is gone. Returns the sets adopted alive.
         """
-        pairs = sets.items() if isinstance(sets, Mapping) else sets
         adopted: list[int] = []
-        for set_id, pid in pairs:
+        for set_id, pid, claim in supervisors:
             with self._lock:
                 if set_id in self._watched:
                     continue
                 alive = is_supervisor(pid, set_id)
+                watched = _Watched(set_id, pid, claim, None)
                 if alive:
-                    watched = _Watched(set_id, pid, None)
                     self._watched[set_id] = watched
             if alive:
                 adopted.append(set_id)
                 self._spawn(self._poll_adopted, watched)
             else:
-                self._report(set_id, None)
+                containment.reap(containment.run_mark(claim))
+                self._report(watched, None)
         return adopted
 
     # -- stopping -----------------------------------------------------------------------
@@ -191,6 +231,13 @@ class Dispatcher:
         timer.daemon = True
         timer.start()
         return True
+
+    def kill(self, set_id: int) -> bool:
+        """SIGKILL the supervisor (one that stopped heart-beating); its exit is reported as
+        usual once everything it ran is gone. False when this dispatcher runs no such set."""
+        with self._lock:
+            watched = self._watched.get(set_id)
+        return watched is not None and self._signal(watched, signal.SIGKILL)
 
     def _kill(self, watched: _Watched) -> None:
         with self._lock:
@@ -243,16 +290,19 @@ class Dispatcher:
                 return
 
     def _done(self, watched: _Watched, code: int | None) -> None:
+        # Whatever the set's tasks left running dies before anyone hears the set ended
+        # (in a PID namespace the kernel has seen to it already).
+        containment.reap(containment.run_mark(watched.claim))
         with self._lock:
             if self._watched.get(watched.set_id) is not watched:
                 return  # shut down, or replaced
             del self._watched[watched.set_id]
-        self._report(watched.set_id, code)
+        self._report(watched, code)
 
-    def _report(self, set_id: int, code: int | None) -> None:
+    def _report(self, watched: _Watched, code: int | None) -> None:
         if self._closed.is_set():
             return
         try:
-            self.on_finished(set_id, code)
+            self.on_finished(watched.set_id, code, watched.claim)
         except Exception:
-            _log.exception("on_finished failed for recipe set %s", set_id)
+            _log.exception("on_finished failed for recipe set %s", watched.set_id)

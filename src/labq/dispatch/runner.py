@@ -67,6 +67,7 @@ class StopKind(enum.Enum):
     CANCEL = "cancel"
     MAX_TIME = "max_time"
     ABORT = "abort"
+    LOST = "lost"  # the set is no longer ours: end the tasks, touch and report nothing more
 
 
 @dataclass
@@ -96,18 +97,23 @@ def run_set(
     heartbeat_every: float,
     clock: Callable[[], float] = time.monotonic,
     cancel: threading.Event | None = None,
+    lost: threading.Event | None = None,
     take_locks: Callable[[], Outcome] | None = None,
 ) -> SetOutcome:
     """Run a recipe set to its end and say how it ended; see the module docstring.
 
     ``cancel``, when set (from any thread), stops everything the way ``max_time``
-    does, but the recipes end ``cancelled``. Never raises for a bad plan, an
-    unreachable system or a failing hook: those abort recipes, with the reason.
+    does, but the recipes end ``cancelled``. ``lost``, when set, means the set is
+    someone else's now: its tasks are ended at once, and nothing is archived,
+    cleaned up or reported after that (the systems may be another set's already).
+    Never raises for a bad plan, an unreachable system or a failing hook: those
+    abort recipes, with the reason.
     """
     if heartbeat_every <= 0:
         raise ValueError("heartbeat_every must be positive")
     run = _SetRun(plan, backend_for, data_dir, reporter, heartbeat_every, clock, cancel)
     run.take_locks = take_locks
+    run.lost = lost
     return run.execute()
 
 
@@ -140,6 +146,7 @@ class _SetRun:
         self.workspace_dir: Path | None = None
         self.deadline: float | None = None
         self.take_locks: Callable[[], Outcome] | None = None
+        self.lost: threading.Event | None = None
 
     # -- the phases ---------------------------------------------------------
 
@@ -158,8 +165,10 @@ class _SetRun:
                     self._phase(self._provision, "provision")
                 if not self.stop.is_set():
                     self._phase(self._run_recipe, "run")
-            self._phase(self._archive, "archive", limits=False)
-            self._phase(self._cleanup, "cleanup", limits=False)
+            self._check_limits()
+            if self.stop_kind is not StopKind.LOST:
+                self._phase(self._archive, "archive", limits=False)
+                self._phase(self._cleanup, "cleanup", limits=False)
             outcome = self._finish()
         finally:
             self.stop.set()
@@ -278,6 +287,8 @@ class _SetRun:
                 self._request_stop(StopKind.ABORT, f"{r.label}: {reason}")
 
     def _check_limits(self) -> None:
+        if self.lost is not None and self.lost.is_set():
+            self._request_stop(StopKind.LOST, "the set is no longer this supervisor's")
         if self.cancel is not None and self.cancel.is_set():
             self._request_stop(StopKind.CANCEL, "cancelled")
         if self.deadline is not None and self.clock() >= self.deadline:
@@ -286,7 +297,9 @@ class _SetRun:
 
     def _request_stop(self, kind: StopKind, reason: str) -> None:
         with self._stop_lock:
-            if self.stop_kind is not None:
+            if self.stop_kind is not None and kind is not StopKind.LOST:
+                return
+            if self.stop_kind is StopKind.LOST:
                 return
             self.stop_kind, self.stop_reason = kind, reason
         self.reporter.log(f"stopping the set: {reason}")
@@ -448,7 +461,8 @@ class _SetRun:
                     r.logs_error,
                 )
             )
-            self.reporter.recipe_state(r.plan.id, state, reason)
+            if self.stop_kind is not StopKind.LOST:
+                self.reporter.recipe_state(r.plan.id, state, reason)
         outcome = SetOutcome(self.plan.id, tuple(outcomes), self.dir, self.reporter.errors())
         result = outcome.result.value if outcome.result else "none"
         self.reporter.log(f"set {self.plan.id} ends {outcome.state.value}, result {result}")

@@ -1,25 +1,38 @@
 """The supervisor process: runs one started recipe set and reports it to the database.
 
     python -m labq.dispatch.supervisor --set ID [--db URL] [--config FILE] [--data-dir DIR]
+                                       [--secrets-on-stdin]
 
-It loads the set (recipes, systems, tasks, the job's pinned commit, ``max_time``),
+A started set carries a *claim*: the token of the one supervisor that may run
+it. The dispatcher hands the database URL, the claim and the supervisor's pid
+down a pipe (``--secrets-on-stdin``: one JSON line), never in the environment
+or on the command line, where a task could read them; run by hand, the
+supervisor takes ``--db`` (or ``$LABQ_DB``) and claims an unclaimed set itself.
+
+It takes the claim up (:meth:`~labq.store.Repository.confirm_claim`: records its
+pid and host) and moves the recipes ``scheduled → waiting`` in one transaction,
 builds a :class:`~labq.dispatch.plan.SetPlan` and a backend per system from the
-lab's settings, moves the recipes ``scheduled → waiting`` and records its pid
-and host in the same transaction, then calls :func:`~labq.dispatch.runner.run_set`
-with a :class:`~labq.dispatch.database_reporter.DatabaseReporter`. SIGTERM and
-SIGINT cancel the set (the recipes end ``cancelled``, logs archived first).
+lab's settings, then calls :func:`~labq.dispatch.runner.run_set` with a
+:class:`~labq.dispatch.database_reporter.DatabaseReporter` whose every write is
+guarded by the claim. A supervisor that finds its claim gone — at the start or
+at any write or heartbeat later — stops its tasks and writes nothing more: the
+set is somebody else's. One that cannot reach the database for half the
+heartbeat timeout stops its tasks too, before the server may hand its systems
+on. SIGTERM and SIGINT cancel the set (the recipes end ``cancelled``, logs
+archived first).
 
 Exit status: 0 when the set ran, whatever its results; 1 when it could not run
 at all (a one-line reason on stderr; the recipes are left for the server to
-abort); 2 for a bad command line. ``--db`` defaults to ``$LABQ_DB``, which is
-how the dispatcher passes it, so a password never shows on a command line.
+abort); 2 for a bad command line; 3 when the claim was not (or no longer) its own.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
+import secrets
 import signal
 import socket
 import sys
@@ -27,10 +40,12 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
+from typing import IO
 
 from sqlalchemy import Engine
 
 from labq.config import Settings, load_settings
+from labq.dispatch import containment
 from labq.dispatch.access import declared_locks, set_credentials
 from labq.dispatch.backends import Backend
 from labq.dispatch.backends.local import LocalBackend
@@ -42,12 +57,13 @@ from labq.dispatch.plan import RecipePlan, SetPlan, SystemInfo, TaskPlan
 from labq.dispatch.results import SetOutcome
 from labq.dispatch.runner import BackendFor, run_set
 from labq.domain.states import RecipeState
-from labq.errors import LabqError
+from labq.errors import ClaimLost, LabqError
 from labq.store import Repository, default_url, make_engine, reading, transaction
 from labq.store.views import RecipeSetView
 
 EXIT_RAN = 0
 EXIT_COULD_NOT_RUN = 1
+EXIT_CLAIM_LOST = 3
 _MAX_REASON = 500
 
 
@@ -108,7 +124,7 @@ def _check_runnable(view: RecipeSetView) -> None:
     for recipe in view.recipes:
         if recipe.system is None:
             raise CannotRunError(f"recipe {recipe.id} holds no system")
-        if recipe.state not in (RecipeState.SCHEDULED, RecipeState.WAITING):
+        if recipe.state is not RecipeState.SCHEDULED:
             # Tasks may have run already: running them again is not ours to decide.
             raise CannotRunError(
                 f"recipe {recipe.id} is {recipe.state.value}: another supervisor ran this set"
@@ -136,17 +152,28 @@ def backends(settings: Settings, data_dir: Path, labs: set[str]) -> BackendFor:
     return backend_for
 
 
-def claim(engine: Engine, set_id: int, *, pid: int, host: str) -> SetPlan:
-    """Load the plan, move its recipes ``scheduled → waiting`` and record this supervisor."""
-    with reading(engine) as repo:
-        plan = load_plan(repo, set_id)
+def take_up(engine: Engine, set_id: int, claim: str, *, pid: int, host: str) -> SetPlan:
+    """Confirm the claim, move the recipes ``scheduled → waiting`` and load the plan, in one
+    transaction; :class:`ClaimLost` when the set is not (or no longer) this claim's."""
     now = utc_now()
     with transaction(engine) as repo:
-        _check_runnable(repo.get_recipe_set(set_id))  # nobody moved it in between
+        repo.confirm_claim(set_id, claim, pid, host, now=now)
+        plan = load_plan(repo, set_id)
         for recipe in plan.recipes:
             repo.move_recipe(recipe.id, RecipeState.WAITING, now=now)
-        repo.record_supervisor(set_id, pid, host, now=now)
     return plan
+
+
+def claim_unclaimed(engine: Engine, set_id: int) -> str:
+    """Claim a set nobody has claimed (a supervisor run by hand); :class:`ClaimLost` if taken."""
+    claim = secrets.token_hex(16)
+    with transaction(engine) as repo:
+        if repo.claim_set(set_id, claim, now=utc_now()):
+            return claim
+        view = repo.get_recipe_set(set_id)  # NotFoundError for no such set
+    if view.started_at is None or view.finished_at is not None:
+        _check_runnable(view)  # says which
+    raise ClaimLost(f"recipe set {set_id} is claimed by another supervisor")
 
 
 # --- the process ----------------------------------------------------------------------
@@ -158,30 +185,55 @@ def supervise(
     settings: Settings,
     data_dir: Path,
     *,
+    claim: str,
     pid: int,
     host: str,
     cancel: threading.Event,
-) -> SetOutcome:
-    """Run a set to its end; raises :class:`CannotRunError` (or another error) before it starts."""
+) -> SetOutcome | None:
+    """Run a set to its end; None when the claim was lost on the way (nothing more written).
+
+    Raises :class:`ClaimLost` when the claim cannot be taken up, and
+    :class:`CannotRunError` (or another error) when the set cannot start.
+    """
     with reading(engine) as repo:
         held = [r.system for r in repo.get_recipe_set(set_id).recipes if r.system is not None]
         labs = {repo.get_system(fqdn).lab for fqdn in held}
     backend_for = backends(settings, data_dir, labs)
-    plan = claim(engine, set_id, pid=pid, host=host)
-    credentials = set_credentials(engine, set_id, os.environ.get("LABQ_URL"))
-    plan = dataclasses.replace(plan, env={**plan.env, **credentials})
+    plan = take_up(engine, set_id, claim, pid=pid, host=host)
+    credentials = set_credentials(engine, set_id, claim, os.environ.get("LABQ_URL"))
+    mark = {containment.MARK_VARIABLE: containment.run_mark(claim)}
+    plan = dataclasses.replace(plan, env={**plan.env, **credentials, **mark})
+    lost = threading.Event()
     reporter = DatabaseReporter(
-        engine, set_id, cancel=cancel, log_root=set_log_dir(data_dir, set_id), pid=pid
+        engine,
+        set_id,
+        claim,
+        cancel=cancel,
+        lost=lost,
+        lease=settings.health.heartbeat_timeout / 2,
+        log_root=set_log_dir(data_dir, set_id),
     )
-    return run_set(
+    outcome = run_set(
         plan,
         backend_for,
         data_dir=data_dir,
         reporter=reporter,
         heartbeat_every=settings.heartbeat_every,
         cancel=cancel,
-        take_locks=declared_locks(engine, set_id),
+        lost=lost,
+        take_locks=declared_locks(engine, set_id, claim),
     )
+    return None if lost.is_set() else outcome
+
+
+def read_secrets(stream: IO[str]) -> dict[str, object]:
+    """The one JSON line the dispatcher writes on the supervisor's standard input."""
+    line = stream.readline()
+    stream.close()
+    data = json.loads(line) if line.strip() else {}
+    if not isinstance(data, dict):
+        raise ValueError("the secrets on standard input are not a JSON object")
+    return data
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -193,12 +245,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--db", help="database URL (default: $LABQ_DB)")
     parser.add_argument("--config", help="settings file (default: $LABQ_CONFIG)")
     parser.add_argument("--data-dir", help="where workspaces and logs go")
+    parser.add_argument(
+        "--secrets-on-stdin",
+        action="store_true",
+        help="read the database URL, the claim and the pid as one JSON line on standard input",
+    )
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the set named on the command line; the exit status (see the module docstring)."""
     args = parse_args(argv)
+    containment.keep_private()  # a task of the same user cannot read our memory or environment
     cancel = threading.Event()
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
@@ -208,18 +266,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGINT, on_signal)
     engine: Engine | None = None
     try:
+        given = read_secrets(sys.stdin) if args.secrets_on_stdin else {}
         settings = load_settings(args.config)
         data_dir = Path(args.data_dir) if args.data_dir else settings.data_path()
-        engine = make_engine(args.db or settings.database or default_url())
+        url = str(given.get("database") or args.db or settings.database or default_url())
+        engine = make_engine(url)
+        claim = str(given["claim"]) if given.get("claim") else claim_unclaimed(engine, args.set_id)
         outcome = supervise(
             engine,
             args.set_id,
             settings,
             data_dir,
-            pid=os.getpid(),
+            claim=claim,
+            pid=int(str(given.get("pid") or os.getpid())),
             host=socket.gethostname(),
             cancel=cancel,
         )
+    except ClaimLost as exc:
+        print(f"labq supervisor: set {args.set_id} is not ours: {exc}", file=sys.stderr)
+        return EXIT_CLAIM_LOST
     except Exception as exc:
         reason = " ".join(str(exc).split())[:_MAX_REASON] or type(exc).__name__
         print(f"labq supervisor: set {args.set_id} cannot run: {reason}", file=sys.stderr)
@@ -227,6 +292,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if engine is not None:
             engine.dispose()
+    if outcome is None:
+        print(f"labq supervisor: set {args.set_id} was taken from us; stopped", file=sys.stderr)
+        return EXIT_CLAIM_LOST
     result = outcome.result.value if outcome.result else "none"
     print(f"labq supervisor: set {args.set_id} ended {outcome.state.value}, result {result}")
     return EXIT_RAN

@@ -6,9 +6,10 @@ The core decides in memory; the database is the truth. So:
   says (systems, access policy, every unfinished set in its place), deciding
   nothing; :func:`resume` then catches up on what a crash left undecided.
 - :func:`apply` commits decisions — every one before anything acts on it —
-  and returns what the caller must act on: :class:`~labq.scheduler.decisions.Start`
-  (the dispatcher runs the set), :class:`~labq.scheduler.decisions.Stop` (its
-  supervisor stops) and :class:`Retried` (a clone to submit to the core).
+  and returns what the caller must act on: :class:`~labq.service.actions.Launch`
+  (the dispatcher runs the set under the claim the start was committed with),
+  :class:`~labq.scheduler.decisions.Stop` (its supervisor stops) and
+  :class:`Retried` (a clone to submit to the core).
 - :func:`settle` applies decisions and submits clones until nothing is left
   but starts and stops; :func:`submit_job` and :func:`finish` are the two
   events the service feeds most, each in one all-or-nothing step.
@@ -20,6 +21,7 @@ before the commit: if the transaction fails, throw the scheduler away and
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -31,6 +33,7 @@ from labq.scheduler import decisions as d
 from labq.scheduler.core import Scheduler
 from labq.scheduler.entries import RecipeSubmission, SchedulerConfig, SetSubmission, SystemEntry
 from labq.scheduler.restore import RestoredRecipe, RestoredSet, offer, restore
+from labq.service.actions import Actions, Launch
 from labq.store import Repository, epoch
 from labq.store.views import UnfinishedSet
 
@@ -45,7 +48,12 @@ class Retried:
     clone: int
 
 
-Action = d.Start | d.Stop | Retried
+Applied = Launch | d.Stop | Retried
+
+
+def new_claim() -> str:
+    """A fresh claim token: what the one supervisor of a started set carries."""
+    return secrets.token_hex(16)
 
 
 # --- from the database into the core ----------------------------------------------
@@ -65,7 +73,7 @@ def rebuild(repo: Repository, config: SchedulerConfig) -> Scheduler:
     return scheduler
 
 
-def resume(repo: Repository, scheduler: Scheduler, *, now: datetime) -> list[d.Start | d.Stop]:
+def resume(repo: Repository, scheduler: Scheduler, *, now: datetime) -> Actions:
     """After :func:`rebuild`: submit the sets the core never saw, offer pending systems.
 
     Both exist only when the service stopped between a commit and the event
@@ -92,9 +100,9 @@ def submissions(repo: Repository, set_ids: Iterable[int]) -> list[SetSubmission]
 # --- from the core into the database ------------------------------------------------
 
 
-def apply(repo: Repository, decisions: Sequence[d.Decision], *, now: datetime) -> list[Action]:
+def apply(repo: Repository, decisions: Sequence[d.Decision], *, now: datetime) -> list[Applied]:
     """Commit decisions in order, all or nothing; returns those the caller acts on."""
-    out: list[Action] = []
+    out: list[Applied] = []
     with repo.atomic():
         for decision in decisions:
             action = _apply_one(repo, decision, now)
@@ -105,9 +113,9 @@ def apply(repo: Repository, decisions: Sequence[d.Decision], *, now: datetime) -
 
 def settle(
     repo: Repository, scheduler: Scheduler, decisions: Sequence[d.Decision], *, now: datetime
-) -> list[d.Start | d.Stop]:
+) -> Actions:
     """Apply decisions and submit every clone to the core, until only starts and stops remain."""
-    out: list[d.Start | d.Stop] = []
+    out: Actions = []
     todo = list(decisions)
     while todo:
         clones = []
@@ -120,9 +128,7 @@ def settle(
     return out
 
 
-def submit_job(
-    repo: Repository, scheduler: Scheduler, job_id: int, *, now: datetime
-) -> list[d.Start | d.Stop]:
+def submit_job(repo: Repository, scheduler: Scheduler, job_id: int, *, now: datetime) -> Actions:
     """The new-job event for a stored job: its unfinished sets go to the core, settled.
 
     Sets the core knows already are left alone, so a repeated event is a no-op.
@@ -143,7 +149,7 @@ def finish(
     now: datetime,
     outcomes: Mapping[int, RecipeState] | None = None,
     reason: str | None = None,
-) -> list[d.Start | d.Stop]:
+) -> Actions:
     """A started set ended: its recipes end, the core hears it, its decisions commit.
 
     Recipes already ended keep their state; the others move to their outcome in
@@ -151,6 +157,7 @@ def finish(
     never be lost between a set's end and the core's answer.
     """
     with repo.atomic():
+        repo.lock_recipe_set(set_id)  # the set's row first, as a supervisor's writes take it
         ended = {}
         for recipe in repo.get_recipe_set(set_id).recipes:
             state = recipe.state
@@ -171,7 +178,7 @@ def finish(
 # --- the parts ---------------------------------------------------------------------
 
 
-def _apply_one(repo: Repository, decision: d.Decision, now: datetime) -> Action | None:
+def _apply_one(repo: Repository, decision: d.Decision, now: datetime) -> Applied | None:
     match decision:
         case d.Schedule(recipe=recipe, system=system):
             repo.move_recipe(recipe, RecipeState.SCHEDULED, now=now, system=system)
@@ -182,8 +189,9 @@ def _apply_one(repo: Repository, decision: d.Decision, now: datetime) -> Action 
         case d.Release(recipe=recipe, reason=reason):
             repo.move_recipe(recipe, RecipeState.ASSIGNED, now=now, reason=reason)
         case d.Start(set=set_id, lab=lab):
-            repo.start_recipe_set(set_id, lab=lab, now=now)
-            return decision
+            claim = new_claim()
+            repo.start_recipe_set(set_id, lab=lab, now=now, claim=claim)
+            return Launch(set_id, claim)
         case d.Idle(system=system):
             repo.set_usage(system, Usage.IDLE, now=now)
         case d.Cancel(recipe=recipe):

@@ -21,10 +21,10 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Final
 
-from labq.scheduler import decisions as d
 from labq.scheduler.core import Scheduler
 from labq.scheduler.entries import Eligibility
 from labq.service import bridge
+from labq.service.actions import Actions
 from labq.store import Repository, epoch
 from labq.store.admission import JobAdmission
 
@@ -33,8 +33,6 @@ if TYPE_CHECKING:
 
 ACTOR: Final = "scheduler"
 MAX_ROUNDS: Final = 1000  # a cancelled job ends too: its own dependents come next
-
-Actions = list[d.Start | d.Stop]
 
 
 def follow_up(

@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+import logging
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from labq.domain.states import Condition, RecipeState
-from labq.scheduler import decisions as d
 from labq.scheduler.core import Scheduler
 from labq.scheduler.restore import offer
-from labq.service import bridge, eligibility
+from labq.service import bridge, eligibility, repair
+from labq.service.actions import Actions
 from labq.store import Repository, epoch
 from labq.store.views import RecipeView
 
 if TYPE_CHECKING:
     from labq.service.loop import Event, SchedulerService
 
-Actions = list[d.Start | d.Stop]
+log = logging.getLogger("labq.scheduler")
 
 
 def decide(
@@ -55,7 +56,7 @@ def decide(
     if event.kind == "locks":
         return locks_changed(repo, core, [int(event.key or 0)], now)
     if event.kind == "finished":
-        return finished(service, repo, core, int(event.key or 0), event.code, now)
+        return finished(service, repo, core, int(event.key or 0), event.code, event.claim, now)
     if event.kind == "consistency":
         return consistency(service, repo, core, now)
     if event.kind == "filters":
@@ -93,18 +94,26 @@ def finished(
     core: Scheduler,
     set_id: int,
     code: int | None,
+    claim: str | None,
     now: datetime,
 ) -> Actions:
-    """A supervisor exited: recipes it left unfinished are aborted, then the set ends."""
+    """A supervisor exited: recipes it left unfinished are aborted, then the set ends.
+
+    Only the supervisor that holds the set's claim speaks for it: one that lost
+    the claim (a second launch, an abandoned one) ended without touching anything.
+    """
     entry = core.sets.get(set_id)
     if entry is None or entry.finished:
         return []
+    if claim is None or repo.claim_of(set_id) != claim:
+        return []
     view = repo.get_recipe_set(set_id)
-    reason = (
-        "the supervisor was gone when the server looked"
-        if code is None
-        else f"the supervisor exited (code {code}) before the recipe ended"
-    )
+    if view.stop_reason == repair.QUIET:
+        reason = repair.QUIET  # the server killed it for that
+    elif code is None:
+        reason = "the supervisor was gone when the server looked"
+    else:
+        reason = f"the supervisor exited (code {code}) before the recipe ended"
     outcomes = {r.id: RecipeState.ABORTED for r in view.recipes if not r.state.is_final}
     out = bridge.finish(repo, core, set_id, now=now, outcomes=outcomes, reason=reason)
     return out + _mark_broken(service, repo, core, view.recipes, now)
@@ -133,21 +142,30 @@ def _mark_broken(
 def consistency(
     service: SchedulerService, repo: Repository, core: Scheduler, now: datetime
 ) -> Actions:
-    """The slow pass: sets whose supervisor stopped heart-beating end aborted; then the core's."""
-    timeout = timedelta(seconds=service.settings.health.heartbeat_timeout)
-    out: Actions = []
-    for set_id in repo.stale_supervisors(older_than=now - timeout):
-        reason = "the supervisor stopped heart-beating"
+    """The slow pass: quiet supervisors, lost launches, then the core's own repairs, locks,
+    and the core's memory checked against the database."""
+    timeout = service.settings.health.heartbeat_timeout
+    ours = service.dispatcher.running()
+    out, quiet = repair.supervisors(repo, core, timeout=timeout, ours=ours, now=now)
+    for set_id in quiet:
+        reason = repair.QUIET
         repo.request_stop(set_id, reason)  # recorded, and a supervisor that wakes up stops
-        out.append(d.Stop(set_id, reason))
         view = repo.get_recipe_set(set_id)
         outcomes = {r.id: RecipeState.ABORTED for r in view.recipes if not r.state.is_final}
         out += bridge.finish(repo, core, set_id, now=now, outcomes=outcomes, reason=reason)
         out += _mark_broken(service, repo, core, view.recipes, now)
+    for set_id in repair.ended_unheard(repo, core, ours):
+        out += bridge.finish(repo, core, set_id, now=now)
     out += bridge.settle(repo, core, core.consistency_pass(epoch(now)), now=now)
     # locks of sets that ended without the release (a crash), and what running sets hold
     repo.release_ended_locks(now=now)
     running = [s.id for s in core.sets.values() if s.started and not s.finished]
     out += locks_changed(repo, core, running, now)
+    found = repair.differences(repo, core)
+    if found:
+        log.warning("the scheduler disagrees with the database: %s", repair.describe(found))
+        core = service.core = bridge.rebuild(repo, service.settings.scheduler())
+        free = sorted(f for systems in core.free.values() for f in systems)
+        out += bridge.settle(repo, core, offer(core, free, epoch(now)), now=now)
     # events lost between processes (a NOTIFY nobody heard): new sets and pending systems
     return out + bridge.resume(repo, core, now=now)

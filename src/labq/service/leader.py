@@ -9,6 +9,13 @@ dies its session ends and PostgreSQL frees the lock, so a standby takes it on
 its next try. A leader whose connection breaks cannot know whether another took
 over, so it calls ``on_lost`` (stop scheduling at once) and goes back to trying.
 
+The lock alone cannot stop a leader that has not noticed yet: between a cut
+and the next check it would go on deciding. So every leader also takes the next
+*epoch* in the database and every scheduling transaction is fenced by it
+(:mod:`labq.store.leadership`); a deposed leader's writes fail, and it
+resigns (:meth:`~Leadership.resign`). The connection is named ``labq leader`` in
+``pg_stat_activity``.
+
 SQLite needs none of this: one process owns the file (see ``docs/operations.md``).
 """
 
@@ -22,6 +29,7 @@ from typing import Final
 import psycopg
 
 LOCK_ID: Final = 0x6C616273  # "labs"; the migration lock is 0x6C616271 ("labq")
+APPLICATION_NAME: Final = "labq leader"
 RETRY_EVERY: Final = 2.0
 CHECK_EVERY: Final = 2.0
 
@@ -47,6 +55,7 @@ class Leadership:
         self.check_every = check_every
         self.leading = False
         self._stopping = threading.Event()
+        self._resigning = threading.Event()
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
@@ -57,13 +66,21 @@ class Leadership:
     def stop(self, timeout: float = 10.0) -> None:
         """Step down (if leading) and stop; closing the connection frees the lock."""
         self._stopping.set()
+        self._resigning.set()
         if self._thread is not None:
             self._thread.join(timeout)
 
+    def resign(self) -> None:
+        """Give the lock back (another leader holds the epoch) and campaign again."""
+        self._resigning.set()
+
     def _run(self) -> None:
         while not self._stopping.is_set():
+            self._resigning.clear()
             try:
-                with psycopg.connect(self.conninfo, autocommit=True) as conn:
+                with psycopg.connect(
+                    self.conninfo, autocommit=True, application_name=APPLICATION_NAME
+                ) as conn:
                     if self._campaign(conn):
                         self._lead(conn)
             except psycopg.Error as exc:
@@ -89,7 +106,7 @@ class Leadership:
         except Exception:
             log.exception("taking over the scheduler failed; giving the lock back")
             return
-        while not self._stopping.wait(self.check_every):
+        while not self._resigning.wait(self.check_every):
             conn.execute("SELECT 1")  # raises once the session (and with it the lock) is gone
 
     def _step_down(self) -> None:

@@ -22,10 +22,11 @@ from sqlalchemy.engine import Engine
 
 from labq.api.events import QueueRow
 from labq.config import Settings
-from labq.scheduler import decisions as d
+from labq.errors import LeadershipLost
 from labq.scheduler.core import Scheduler
 from labq.service import bridge, eligibility
 from labq.service import events as handlers
+from labq.service.actions import Actions, Kill, Launch
 from labq.service.queueview import rows
 from labq.service.timing import DECISION_SECONDS
 from labq.store import Repository, transaction
@@ -42,8 +43,10 @@ KINDS: Final = JOB_EVENTS | SET_EVENTS | {"system", "condition", "access", "filt
 class Dispatcher(Protocol):
     """What the service needs of the dispatcher (``labq.dispatch.dispatcher``)."""
 
-    def start(self, set_id: int) -> object: ...
+    def start(self, set_id: int, claim: str) -> object: ...
     def stop(self, set_id: int) -> object: ...
+    def kill(self, set_id: int) -> object: ...
+    def running(self) -> list[int]: ...
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,7 @@ class Event:
     kind: str
     key: int | str | None = None
     code: int | None = None
+    claim: str | None = None  # "finished": the claim the exited supervisor carried
     done: threading.Event | None = None  # set once handled (barriers)
 
 
@@ -70,11 +74,17 @@ class SchedulerService:
         settings: Settings,
         dispatcher: Dispatcher,
         clock: Callable[[], datetime] = utcnow,
+        *,
+        epoch: int,
+        on_deposed: Callable[[], None] | None = None,
     ):
         self.engine = engine
         self.settings = settings
         self.dispatcher = dispatcher
         self.clock = clock
+        self.epoch = epoch  # the leader epoch every transaction is fenced by
+        self.on_deposed = on_deposed
+        self.deposed = threading.Event()
         self.lock = threading.RLock()  # guards the core for readers such as queue views
         self.core: Scheduler | None = None
         self._events: queue.Queue[Event] = queue.Queue()
@@ -82,6 +92,22 @@ class SchedulerService:
         self._stopping = threading.Event()
         self.handled = 0  # events handled, for tests and metrics
         self.wake_at: datetime | None = None  # when the first paused lab queue's pause ends
+
+    @classmethod
+    def elected(
+        cls,
+        engine: Engine,
+        settings: Settings,
+        dispatcher: Dispatcher,
+        *,
+        holder: str,
+        clock: Callable[[], datetime] = utcnow,
+        on_deposed: Callable[[], None] | None = None,
+    ) -> SchedulerService:
+        """A service for a newly elected leader: it takes the next leader epoch first."""
+        with transaction(engine) as repo:
+            epoch = repo.take_leadership(holder, now=clock())
+        return cls(engine, settings, dispatcher, clock, epoch=epoch, on_deposed=on_deposed)
 
     # --- life --------------------------------------------------------------------
 
@@ -146,9 +172,10 @@ class SchedulerService:
                 return []
             return rows(self.core, self.clock())
 
-    def set_finished(self, set_id: int, code: int | None) -> None:
-        """The dispatcher saw a supervisor exit (``code`` None: it was already gone)."""
-        self._events.put(Event("finished", set_id, code))
+    def set_finished(self, set_id: int, code: int | None, claim: str) -> None:
+        """The dispatcher saw the supervisor carrying ``claim`` exit, with everything it ran
+        (``code`` None: it was already gone)."""
+        self._events.put(Event("finished", set_id, code, claim))
 
     # --- the thread -----------------------------------------------------------------
 
@@ -178,35 +205,61 @@ class SchedulerService:
     def _handle(self, event: Event) -> None:
         now = self.clock()
         try:
+            if self.core is None:  # the last rebuild failed: the database was away
+                self._rebuild(catch_up=True)
             timer = DECISION_SECONDS.labels(event.kind).time()  # after the lock, with the commit
             with self.lock, timer, transaction(self.engine) as repo:
+                repo.fence(self.epoch)
                 assert self.core is not None
                 actions = self._decide(repo, self.core, event, now)
+        except LeadershipLost as exc:
+            self._depose(exc)
+            return
         except Exception:
             log.exception("scheduling event %s failed; rebuilding from the database", event.kind)
-            self._rebuild(catch_up=True)
+            try:
+                self._rebuild(catch_up=True)
+            except LeadershipLost as exc:
+                self._depose(exc)
+            except Exception:
+                log.exception("rebuilding failed; trying again at the next event")
+                self.core = None
             return
         self.handled += 1
         self._act(actions)
 
-    def _decide(
-        self, repo: Repository, core: Scheduler, event: Event, now: datetime
-    ) -> list[d.Start | d.Stop]:
+    def _depose(self, why: LeadershipLost) -> None:
+        """Another leader took over: act on nothing more, stop, and tell the server."""
+        if self.deposed.is_set():
+            return
+        log.warning("this scheduler was deposed: %s", why)
+        self.deposed.set()
+        self._stopping.set()
+        if self.on_deposed is not None:  # not from this thread: stepping down joins it
+            threading.Thread(target=self.on_deposed, name="labq-deposed", daemon=True).start()
+
+    def _decide(self, repo: Repository, core: Scheduler, event: Event, now: datetime) -> Actions:
         actions = handlers.decide(self, repo, core, event, now)
         assert self.core is not None  # an ``access`` event puts a fresh core in place
         ends = event.kind in ENDING_EVENTS
         return actions + eligibility.follow_up(self, repo, self.core, now, jobs_may_have_ended=ends)
 
-    def _act(self, actions: list[d.Start | d.Stop]) -> None:
+    def _act(self, actions: Actions) -> None:
         """After the commit: hand started sets to the dispatcher, stop cancelled ones."""
         for action in actions:
-            if isinstance(action, d.Start):
-                self.dispatcher.start(action.set)
-            else:
-                self.dispatcher.stop(action.set)
+            try:
+                if isinstance(action, Launch):
+                    self.dispatcher.start(action.set, action.claim)
+                elif isinstance(action, Kill):
+                    self.dispatcher.kill(action.set)
+                else:
+                    self.dispatcher.stop(action.set)
+            except Exception:  # the consistency pass finds a set whose launch was lost
+                log.exception("acting on %s failed", action)
 
     def _rebuild(self, *, catch_up: bool) -> None:
         with self.lock, transaction(self.engine) as repo:
+            repo.fence(self.epoch)
             self.core = bridge.rebuild(repo, self.settings.scheduler())
             self.wake_at = repo.next_pause_end()
             actions = bridge.resume(repo, self.core, now=self.clock()) if catch_up else []

@@ -27,13 +27,14 @@ READ_ONLY: Final = "labq_read_only"  # execution option: a SQLite read may begin
 _PG_LOCK_ID: Final = 0x6C616271  # "labq": serialises concurrent upgrades on PostgreSQL
 
 
-def default_url() -> str:
-    """``$LABQ_DB``, else a SQLite file in the user's data directory (created if missing)."""
+def default_url(data_dir: Path | None = None) -> str:
+    """``$LABQ_DB``, else ``labq.db`` (SQLite) in the data directory: ``data_dir``, else
+    ``$LABQ_DATA_DIR``, else the user's data directory (created if missing)."""
     url = os.environ.get(ENV_VAR)
     if url:
         return url
-    data = Path(platformdirs.user_data_dir("labq"))
-    data.mkdir(parents=True, exist_ok=True)
+    data = data_dir or Path(os.environ.get("LABQ_DATA_DIR") or platformdirs.user_data_dir("labq"))
+    data.mkdir(parents=True, exist_ok=True, mode=0o700)
     return f"sqlite:///{data / 'labq.db'}"
 
 

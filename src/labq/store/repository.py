@@ -15,6 +15,7 @@ from sqlalchemy import Engine, select
 from labq.store.access import AccessStore
 from labq.store.admission import AdmissionStore
 from labq.store.database import READ_ONLY
+from labq.store.leadership import LeadershipStore
 from labq.store.listing import JobListing
 from labq.store.locks import LockStore
 from labq.store.passwords import PasswordStore
@@ -38,6 +39,7 @@ class Repository(
     ReportStore,
     SupervisorStore,
     LockStore,
+    LeadershipStore,
 ):
     """Labs, systems, pools, people, access rules, jobs, recipe moves and the activity log;
     tokens and passwords; task reports and supervisors; what the scheduler rebuilds from;

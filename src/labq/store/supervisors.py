@@ -10,24 +10,46 @@ UPDATE that must change exactly one row.
 
 from __future__ import annotations
 
+import enum
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import ColumnElement, exists, select, update
 
 from labq.domain.states import RecipeState
-from labq.errors import ConflictError, NotFoundError
+from labq.errors import ClaimLost, ConflictError, NotFoundError
 from labq.store.base import StoreBase
 from labq.store.tables import Labs, Recipes, RecipeSets, Systems
+
+
+class Beat(enum.Enum):
+    """What a supervisor's heartbeat is answered."""
+
+    CARRY_ON = "carry on"
+    STOP = "stop"  # a stop was asked for: end the tasks, archive, report cancelled
+    LOST = "lost"  # the claim is gone: stop at once and write nothing more
+
+
+class Supervised(NamedTuple):
+    """A started set taken up by a supervisor."""
+
+    set_id: int
+    claim: str
+    pid: int
+    host: str | None
 
 
 class SupervisorStore(StoreBase):
     """Starting sets, recording supervisors, heartbeats, stale supervisors, stop requests."""
 
-    def start_recipe_set(self, set_id: int, *, lab: str, now: datetime) -> bool:
+    def start_recipe_set(
+        self, set_id: int, *, lab: str, now: datetime, claim: str | None = None
+    ) -> bool:
         """Mark a set started in ``lab``: every recipe must hold a system of that lab.
 
-        False when it already started there (a repeat); ConflictError otherwise.
+        ``claim`` is the token of the one supervisor that may run it (see
+        :meth:`claim_set`). False when it already started there (a repeat);
+        ConflictError otherwise.
         """
         with self.atomic():
             lab_id = self._lab_id(lab)
@@ -42,7 +64,10 @@ class SupervisorStore(StoreBase):
                 RecipeSets.finished_at.is_(None),
                 ~not_ready,
             )
-            if self.conn.execute(stmt.values(started_at=now, lab_id=lab_id)).rowcount == 1:
+            values: dict[str, Any] = {"started_at": now, "lab_id": lab_id}
+            if claim is not None:
+                values.update(claim=claim, heartbeat_at=now)
+            if self.conn.execute(stmt.values(**values)).rowcount == 1:
                 return True
             row = self._set(set_id)
             if row.started_at is not None and row.lab_id == lab_id:
@@ -52,35 +77,101 @@ class SupervisorStore(StoreBase):
                 " or not every recipe holds a system there"
             )
 
-    def record_supervisor(self, set_id: int, pid: int, host: str, *, now: datetime) -> None:
-        """The supervisor that runs a started set (replacing one a restart adopted or killed)."""
-        with self.atomic():
-            self._guarded(
-                set_id,
-                [RecipeSets.started_at.is_not(None), RecipeSets.finished_at.is_(None)],
-                "has not started or has ended",
-                supervisor_pid=pid,
-                supervisor_host=host,
-                heartbeat_at=now,
-            )
+    # --- claims: exactly one supervisor per started set --------------------------------
 
-    def heartbeat(self, set_id: int, *, now: datetime, pid: int | None = None) -> bool:
-        """The supervisor is alive. True: carry on; False: stop (the set ended, was asked
-        to stop, or — when ``pid`` is given — another supervisor has taken over).
+    def claim_set(
+        self, set_id: int, claim: str, *, now: datetime, replacing: str | None = None
+    ) -> bool:
+        """Give a started, unfinished set to the supervisor that will carry ``claim``.
+
+        With ``replacing`` None the set must be unclaimed; otherwise its claim must
+        still be ``replacing`` and unconfirmed (no supervisor ever took it up: its
+        launch was lost or is still on its way, and will then find it gone).
+        False when the guard matched nothing: somebody else has the set.
         """
+        guard: list[ColumnElement[bool]] = [
+            RecipeSets.id == set_id,
+            RecipeSets.started_at.is_not(None),
+            RecipeSets.finished_at.is_(None),
+            RecipeSets.supervisor_pid.is_(None),
+        ]
+        guard.append(
+            RecipeSets.claim.is_(None) if replacing is None else RecipeSets.claim == replacing
+        )
+        stmt = update(RecipeSets).where(*guard).values(claim=claim, heartbeat_at=now)
         with self.atomic():
-            where: list[ColumnElement[bool]] = [
+            return bool(self.conn.execute(stmt).rowcount == 1)
+
+    def confirm_claim(self, set_id: int, claim: str, pid: int, host: str, *, now: datetime) -> None:
+        """The supervisor carrying ``claim`` takes its set up: records its pid and host.
+
+        Raises :class:`ClaimLost` unless the claim is still this one, unconfirmed,
+        on a set that has neither ended nor been asked to stop.
+        """
+        stmt = (
+            update(RecipeSets)
+            .where(
                 RecipeSets.id == set_id,
-                RecipeSets.supervisor_pid.is_not(None),
+                RecipeSets.claim == claim,
+                RecipeSets.supervisor_pid.is_(None),
                 RecipeSets.finished_at.is_(None),
-            ]
-            if pid is not None:
-                where.append(RecipeSets.supervisor_pid == pid)
-            stmt = update(RecipeSets).where(*where).values(heartbeat_at=now)
+                RecipeSets.stop_reason.is_(None),
+            )
+            .values(supervisor_pid=pid, supervisor_host=host, heartbeat_at=now)
+        )
+        with self.atomic():
+            if self.conn.execute(stmt).rowcount != 1:
+                raise ClaimLost(f"recipe set {set_id}: {self._claim_refusal(set_id, claim)}")
+
+    def guard_claim(self, set_id: int, claim: str) -> None:
+        """Go on only while ``claim`` holds the unfinished set: the first statement of every
+        transaction a supervisor writes in. Raises :class:`ClaimLost`.
+
+        The UPDATE also locks the set's row until the transaction ends, so nobody can
+        end the set or take the claim while the supervisor's write is on its way.
+        """
+        stmt = (
+            update(RecipeSets)
+            .where(
+                RecipeSets.id == set_id,
+                RecipeSets.claim == claim,
+                RecipeSets.finished_at.is_(None),
+            )
+            .values(claim=claim)
+        )
+        if self.conn.execute(stmt).rowcount != 1:
+            raise ClaimLost(f"recipe set {set_id}: {self._claim_refusal(set_id, claim)}")
+
+    def lock_recipe_set(self, set_id: int) -> None:
+        """Lock the set's row for the rest of the transaction (rows in one order everywhere:
+        the set, then its recipes, then their systems)."""
+        stmt = update(RecipeSets).where(RecipeSets.id == set_id).values(id=RecipeSets.id)
+        if self.conn.execute(stmt).rowcount != 1:
+            raise NotFoundError(f"no recipe set {set_id}")
+
+    def claim_of(self, set_id: int) -> str | None:
+        """The claim a started set is held under (None: unclaimed, or no such set)."""
+        stmt = select(RecipeSets.claim).where(RecipeSets.id == set_id)
+        return self.conn.execute(stmt).scalar_one_or_none()
+
+    def heartbeat(self, set_id: int, *, now: datetime, claim: str) -> Beat:
+        """The supervisor carrying ``claim`` is alive. Says whether to carry on, stop (a stop
+        was asked for) or give up at once (the claim is gone: the set ended or was taken)."""
+        with self.atomic():
+            stmt = (
+                update(RecipeSets)
+                .where(
+                    RecipeSets.id == set_id,
+                    RecipeSets.claim == claim,
+                    RecipeSets.supervisor_pid.is_not(None),
+                    RecipeSets.finished_at.is_(None),
+                )
+                .values(heartbeat_at=now)
+            )
             if self.conn.execute(stmt).rowcount != 1:
                 self._set(set_id)  # NotFoundError for no such set
-                return False
-        return self._set(set_id).stop_reason is None
+                return Beat.LOST
+        return Beat.CARRY_ON if self._set(set_id).stop_reason is None else Beat.STOP
 
     def stale_supervisors(self, *, older_than: datetime) -> list[int]:
         """Unfinished sets whose supervisor last heart-beat before ``older_than``."""
@@ -95,10 +186,15 @@ class SupervisorStore(StoreBase):
         )
         return list(self.conn.execute(stmt).scalars())
 
-    def supervised_sets(self) -> list[tuple[int, int, str | None]]:
-        """Started, unfinished sets with a recorded supervisor: ``(set, pid, host)``."""
+    def supervised_sets(self) -> list[Supervised]:
+        """Started, unfinished sets whose supervisor took them up: set, claim, pid, host."""
         stmt = (
-            select(RecipeSets.id, RecipeSets.supervisor_pid, RecipeSets.supervisor_host)
+            select(
+                RecipeSets.id,
+                RecipeSets.claim,
+                RecipeSets.supervisor_pid,
+                RecipeSets.supervisor_host,
+            )
             .where(
                 RecipeSets.started_at.is_not(None),
                 RecipeSets.finished_at.is_(None),
@@ -106,18 +202,28 @@ class SupervisorStore(StoreBase):
             )
             .order_by(RecipeSets.id)
         )
-        return [(row[0], row[1] or 0, row[2]) for row in self.conn.execute(stmt)]
+        return [Supervised(r[0], r[1] or "", r[2] or 0, r[3]) for r in self.conn.execute(stmt)]
 
-    def unsupervised_sets(self, *, lab: str | None = None) -> list[int]:
-        """Started, unfinished sets no supervisor has been recorded for: the dispatcher's work."""
-        stmt = select(RecipeSets.id).where(
+    def unsupervised_sets(
+        self, *, lab: str | None = None, claimed_before: datetime | None = None
+    ) -> list[tuple[int, str | None]]:
+        """Started, unfinished sets no supervisor took up: ``(set, claim)``, the dispatcher's work.
+
+        A claimed one is listed only if claimed before ``claimed_before`` (when given):
+        its supervisor may still be on its way.
+        """
+        stmt = select(RecipeSets.id, RecipeSets.claim).where(
             RecipeSets.started_at.is_not(None),
             RecipeSets.finished_at.is_(None),
             RecipeSets.supervisor_pid.is_(None),
         )
+        if claimed_before is not None:
+            stmt = stmt.where(
+                RecipeSets.claim.is_(None) | (RecipeSets.heartbeat_at < claimed_before)
+            )
         if lab is not None:
             stmt = stmt.where(RecipeSets.lab_id.in_(select(Labs.id).where(Labs.name == lab)))
-        return list(self.conn.execute(stmt.order_by(RecipeSets.id)).scalars())
+        return [(r[0], r[1]) for r in self.conn.execute(stmt.order_by(RecipeSets.id))]
 
     def request_stop(self, set_id: int, reason: str) -> bool:
         """Ask a started set's supervisor to stop (the scheduler's ``Stop``); its next
@@ -150,10 +256,21 @@ class SupervisorStore(StoreBase):
             raise NotFoundError(f"no recipe set {set_id}")
         return row
 
-    def _guarded(
-        self, set_id: int, guard: list[ColumnElement[bool]], refusal: str, **values: Any
-    ) -> None:
-        stmt = update(RecipeSets).where(RecipeSets.id == set_id, *guard).values(**values)
-        if self.conn.execute(stmt).rowcount != 1:
-            self._set(set_id)
-            raise ConflictError(f"recipe set {set_id} {refusal}")
+    def _claim_refusal(self, set_id: int, claim: str) -> str:
+        row = self.conn.execute(
+            select(
+                RecipeSets.claim,
+                RecipeSets.supervisor_pid,
+                RecipeSets.finished_at,
+                RecipeSets.stop_reason,
+            ).where(RecipeSets.id == set_id)
+        ).one_or_none()
+        if row is None:
+            return "no such recipe set"
+        if row.finished_at is not None:
+            return "it has ended"
+        if row.claim != claim:
+            return "another supervisor holds it"
+        if row.stop_reason is not None:
+            return f"it was asked to stop: {row.stop_reason}"
+        return f"a supervisor (pid {row.supervisor_pid}) has taken it up already"

@@ -209,6 +209,8 @@ class RecipeSets(Base):
             name="supervisor",
         ),
         CheckConstraint("stop_reason IS NULL OR started_at IS NOT NULL", name="stop_after_start"),
+        CheckConstraint("claim IS NULL OR started_at IS NOT NULL", name="claim_after_start"),
+        CheckConstraint("supervisor_pid IS NULL OR claim IS NOT NULL", name="supervisor_has_claim"),
         Index("ix_recipe_sets_unfinished", "id", sqlite_where=_OPEN, postgresql_where=_OPEN),
     )
     id: Mapped[int] = _id()
@@ -232,6 +234,9 @@ class RecipeSets(Base):
     supervisor_host: Mapped[str | None] = mapped_column(Name)
     heartbeat_at: Mapped[datetime | None]
     stop_reason: Mapped[str | None] = mapped_column(Text)  # a started set asked to stop
+    # The one supervisor that may run a started set: a token given when the set starts (or is
+    # re-dispatched); every write a supervisor makes is guarded by it.
+    claim: Mapped[str | None] = mapped_column(String(64))
 
 
 class Recipes(Base):
@@ -465,3 +470,26 @@ class LockWaiters(Base):
     grants: Mapped[list[Any]]  # [[level, name, exclusive], …]
     since: Mapped[datetime]
     seen_at: Mapped[datetime]  # the last time the waiter asked; stale waiters are dropped
+
+
+class Installation(Base):
+    """Who this database is: one row, made by the migration. Everything a server keeps on disk
+    for it lives in a data directory marked with this id (``labq.store.installation``)."""
+
+    __tablename__ = "installation"
+    __table_args__ = (CheckConstraint("id = 1", name="one_row"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    uuid: Mapped[str] = mapped_column(String(36), unique=True)
+    created_at: Mapped[datetime]
+
+
+class Leadership(Base):
+    """The scheduler's leader epoch (one row). Each new leader raises it; every scheduling
+    transaction first checks that it is still its own, so a deposed leader cannot write."""
+
+    __tablename__ = "leadership"
+    __table_args__ = (CheckConstraint("id = 1", name="one_row"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    epoch: Mapped[int]
+    holder: Mapped[str | None] = mapped_column(Name)
+    since: Mapped[datetime | None]

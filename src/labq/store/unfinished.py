@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection
+from typing import NamedTuple
 
 from sqlalchemy import ColumnElement, Select, select
 
@@ -21,6 +22,16 @@ from labq.store.admission import AdmissionStore
 from labq.store.systems import SystemStore
 from labq.store.tables import Groups, Jobs, Labs, RecipeExcludes, Recipes, RecipeSets, Systems
 from labq.store.views import UnfinishedRecipe, UnfinishedSet
+
+
+class Placed(NamedTuple):
+    """Where one recipe of an unfinished set stands in the database."""
+
+    set_id: int
+    recipe_id: int
+    state: RecipeState
+    system: str | None
+    started: bool
 
 
 class RestoreStore(AdmissionStore, SystemStore):
@@ -87,6 +98,26 @@ class RestoreStore(AdmissionStore, SystemStore):
                 buckets=admitted[row.job_id].buckets,
             )
             for row in rows
+        ]
+
+    def unfinished_placements(self) -> list[Placed]:
+        """Every recipe of an unfinished set: its set, state and system, and whether the set
+        started — what the consistency pass compares with the scheduler's memory (one query)."""
+        stmt = (
+            select(
+                Recipes.recipe_set_id,
+                Recipes.id,
+                Recipes.state,
+                Systems.fqdn,
+                RecipeSets.started_at.is_not(None).label("started"),
+            )
+            .join(RecipeSets, RecipeSets.id == Recipes.recipe_set_id)
+            .outerjoin(Systems, Systems.id == Recipes.system_id)
+            .where(RecipeSets.finished_at.is_(None))
+            .order_by(Recipes.recipe_set_id, Recipes.position)
+        )
+        return [
+            Placed(r[0], r[1], RecipeState(r[2]), r[3], bool(r[4])) for r in self.conn.execute(stmt)
         ]
 
     def _unfinished_recipes(self, chosen: Select[int]) -> dict[int, list[UnfinishedRecipe]]:
