@@ -75,7 +75,14 @@ def validate(file: str, fmt: Format) -> None:
     "url",
     envvar="LABQ_DB",
     default=None,
-    help="Database URL (default: LABQ_DB, else a SQLite file in the user data directory).",
+    help="Database URL (default: LABQ_DB, else labq.db in the data directory).",
+)
+@click.option(
+    "--data-dir",
+    envvar="LABQ_DATA_DIR",
+    default=None,
+    type=click.Path(file_okay=False),
+    help="The installation's data directory (default: LABQ_DATA_DIR, else the user's).",
 )
 @click.option(
     "--admin",
@@ -83,13 +90,15 @@ def validate(file: str, fmt: Format) -> None:
     show_default=True,
     help="Name of the first admin, on a new database.",
 )
-def init(url: str | None, admin: str) -> None:
+def init(url: str | None, data_dir: str | None, admin: str) -> None:
     """Create or upgrade the database; on a new one, create the first admin and print its token."""
+    from pathlib import Path
+
     from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 
     from labq.store import database
 
-    url = url or database.default_url()
+    url = url or database.default_url(Path(data_dir) if data_dir else None)
     try:
         revision = database.upgrade(url)
     except (ArgumentError, NoSuchModuleError, OperationalError) as exc:
@@ -122,13 +131,9 @@ def first_admin(url: str, name: str, *, actor: str = "labq init") -> str | None:
 
 def _shown_url(url: str) -> str:
     """A database URL fit to print: never its password."""
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
+    from labq.datadir import shown
 
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
-        return "(an unreadable URL)"
+    return shown(url)
 
 
 @cli.command()
@@ -139,6 +144,14 @@ def _shown_url(url: str) -> str:
     default=None,
     help="Database URL (default: LABQ_DB, the settings file, else SQLite in the data directory).",
 )
+@click.option(
+    "--data-dir",
+    envvar="LABQ_DATA_DIR",
+    default=None,
+    type=click.Path(file_okay=False),
+    help="The installation's data directory: database by default, logs, workspaces"
+    " (default: LABQ_DATA_DIR, the settings file, else the user's data directory).",
+)
 @click.option("--host", default=None, help="Address to listen on (default 127.0.0.1).")
 @click.option("--port", default=None, type=int, help="Port to listen on (default 8080).")
 @click.option(
@@ -148,12 +161,20 @@ def _shown_url(url: str) -> str:
     type=click.Path(dir_okay=False),
     help="Settings file (default: LABQ_CONFIG).",
 )
-def server(url: str | None, host: str | None, port: int | None, config_file: str | None) -> None:
+def server(
+    url: str | None,
+    data_dir: str | None,
+    host: str | None,
+    port: int | None,
+    config_file: str | None,
+) -> None:
     """Run the HTTP API, the scheduler and the dispatcher: what one lab needs."""
     from labq.config import load_settings
     from labq.server import serve
 
     settings = load_settings(config_file)
+    if data_dir:
+        settings = settings.model_copy(update={"data_dir": data_dir})
     serve(settings, url, host or settings.server.host, port or settings.server.port)
 
 

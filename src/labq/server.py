@@ -114,7 +114,7 @@ def assemble(settings: Settings, url: str | None = None, *, api_url: str | None 
     """
     data_dir = settings.data_path()
     url = url or settings.database or database.default_url(data_dir)
-    database.upgrade(url)
+    log.info("database %s at schema %s", datadir.shown(url), database.upgrade(url))
     engine = database.make_engine(url)
     sqlite = engine.dialect.name == "sqlite"
     lock = _lock_sqlite(engine) if sqlite else None
@@ -191,6 +191,7 @@ def serve(settings: Settings, url: str | None, host: str, port: int) -> None:
     from labq.api.app import create_app
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.getLogger("alembic").setLevel(logging.WARNING)  # its own chatter on every start
     wildcard = host in ("", "::") or host.strip("0.") == ""  # listening everywhere
     local = "127.0.0.1" if wildcard else host
     api_url = settings.server.public_url or f"http://{local}:{port}"
