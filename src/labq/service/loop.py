@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -128,7 +129,10 @@ class SchedulerService:
         """Wait until every event queued so far is handled (for tests and shutdown)."""
         done = threading.Event()
         self._events.put(Event("barrier", done=done))
-        done.wait(timeout)
+        deadline = time.monotonic() + timeout
+        while not done.wait(0.05) and not self._stopping.is_set():
+            if time.monotonic() > deadline:
+                return
 
     # --- events from the API and the dispatcher ----------------------------------
 
