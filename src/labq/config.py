@@ -62,10 +62,21 @@ class SshBackend(_Section):
     known_hosts: str | None = None  # None: the user's known_hosts; never "accept anything"
 
 
+class LocalBackend(_Section):
+    """Who tasks run as on the local backend (see ``labq.dispatch.identity``)."""
+
+    # None: the server's user; a user name or uid; "dynamic": a user id per running set
+    run_as: (
+        Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z0-9_.][A-Za-z0-9_.-]*$")] | None
+    ) = None
+    dynamic_uids: Annotated[str, Field(pattern=r"^[0-9]+-[0-9]+$")] = "61184-65519"
+
+
 class LabSettings(_Section):
     backend: Literal["local", "ssh"] = "local"
     hooks: Hooks = Hooks()
     ssh: SshBackend = SshBackend()
+    local: LocalBackend = LocalBackend()
 
 
 class Server(_Section):

@@ -141,11 +141,14 @@ def assemble(settings: Settings, url: str | None = None, *, api_url: str | None 
 
 
 def _lock_sqlite(engine: Engine) -> DatabaseLock | None:
+    """One server per SQLite file; the file (and the WAL files SQLite makes like it) is
+    readable by the server's user only."""
     path = engine.url.database
     if not path or path == ":memory:":
         return None
     lock = DatabaseLock(Path(path).resolve())
     lock.acquire()
+    Path(path).chmod(0o600)
     return lock
 
 
@@ -192,6 +195,7 @@ def serve(settings: Settings, url: str | None, host: str, port: int) -> None:
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("alembic").setLevel(logging.WARNING)  # its own chatter on every start
+    os.umask(0o077)  # logs, settings and supervisor files are the server's user's alone
     wildcard = host in ("", "::") or host.strip("0.") == ""  # listening everywhere
     local = "127.0.0.1" if wildcard else host
     api_url = settings.server.public_url or f"http://{local}:{port}"

@@ -51,10 +51,17 @@ def run_process(
     cancel_event: threading.Event | None = None,
     grace: float = DEFAULT_GRACE,
     clock: Callable[[], float] = time.monotonic,
+    user: tuple[int, int] | None = None,
 ) -> Outcome:
-    """Run ``argv`` (no shell), its stdout and stderr to ``log``; end its group when done."""
+    """Run ``argv`` (no shell), its stdout and stderr to ``log``; end its group when done.
+
+    ``user`` is the ``(uid, gid)`` to run as (the caller must be root), with no other groups.
+    """
+    as_user: dict[str, object] = (
+        {} if user is None else {"user": user[0], "group": user[1], "extra_groups": []}
+    )
     try:
-        proc = subprocess.Popen(
+        proc = subprocess.Popen(  # type: ignore[call-overload]
             list(argv),
             cwd=cwd,
             env=dict(env),
@@ -63,6 +70,7 @@ def run_process(
             stderr=subprocess.STDOUT,
             start_new_session=True,
             close_fds=True,
+            **as_user,
         )
     except OSError as exc:
         raise StartError(exc.errno, f"cannot start {argv[0]!r}: {exc.strerror}") from exc

@@ -44,6 +44,7 @@ from typing import IO
 
 from sqlalchemy import Engine
 
+from labq.config import LocalBackend as LocalSettings
 from labq.config import Settings, load_settings
 from labq.dispatch import containment
 from labq.dispatch.access import declared_locks, set_credentials
@@ -52,6 +53,7 @@ from labq.dispatch.backends.local import LocalBackend
 from labq.dispatch.backends.ssh import SshBackend, SshOptions
 from labq.dispatch.database_reporter import DatabaseReporter, utc_now
 from labq.dispatch.hooks import HookedBackend, HookSet
+from labq.dispatch.identity import DYNAMIC, DynamicUsers, TaskUser, fixed_user, parse_range
 from labq.dispatch.logs import set_log_dir
 from labq.dispatch.plan import RecipePlan, SetPlan, SystemInfo, TaskPlan
 from labq.dispatch.results import SetOutcome
@@ -131,8 +133,13 @@ def _check_runnable(view: RecipeSetView) -> None:
             )
 
 
-def backends(settings: Settings, data_dir: Path, labs: set[str]) -> BackendFor:
-    """One backend per lab from its settings (hooks checked now, before anything runs)."""
+def backends(
+    settings: Settings, data_dir: Path, labs: set[str], *, set_id: int, users: list[DynamicUsers]
+) -> BackendFor:
+    """One backend per lab from its settings (hooks checked now, before anything runs).
+
+    A dynamic task user taken for the set is added to ``users``: give it back at the end.
+    """
     made: dict[str, Backend] = {}
     for lab in sorted(labs):
         config = settings.lab(lab)
@@ -140,7 +147,7 @@ def backends(settings: Settings, data_dir: Path, labs: set[str]) -> BackendFor:
         if config.backend == "ssh":
             backend = SshBackend(SshOptions.from_settings(config.ssh))
         else:
-            backend = LocalBackend(data_dir)
+            backend = LocalBackend(data_dir, user=_task_user(config.local, data_dir, set_id, users))
         hooks = config.hooks
         if any((hooks.power_on, hooks.power_off, hooks.reimage, hooks.cleanup)):
             backend = HookedBackend(backend, HookSet.from_settings(hooks))
@@ -150,6 +157,20 @@ def backends(settings: Settings, data_dir: Path, labs: set[str]) -> BackendFor:
         return made[system.lab]
 
     return backend_for
+
+
+def _task_user(
+    local: LocalSettings, data_dir: Path, set_id: int, users: list[DynamicUsers]
+) -> TaskUser | None:
+    if local.run_as is None:
+        return None
+    if os.geteuid() != 0:
+        raise CannotRunError(f"run_as: {local.run_as} needs the server to run as root")
+    if local.run_as != DYNAMIC:
+        return fixed_user(local.run_as)
+    pool = DynamicUsers(data_dir, parse_range(local.dynamic_uids))
+    users.append(pool)
+    return pool.take(set_id)
 
 
 def take_up(engine: Engine, set_id: int, claim: str, *, pid: int, host: str) -> SetPlan:
@@ -198,7 +219,26 @@ def supervise(
     with reading(engine) as repo:
         held = [r.system for r in repo.get_recipe_set(set_id).recipes if r.system is not None]
         labs = {repo.get_system(fqdn).lab for fqdn in held}
-    backend_for = backends(settings, data_dir, labs)
+    users: list[DynamicUsers] = []
+    try:
+        backend_for = backends(settings, data_dir, labs, set_id=set_id, users=users)
+        return _run(engine, set_id, settings, data_dir, backend_for, claim, pid, host, cancel)
+    finally:
+        for pool in users:
+            pool.give_back()
+
+
+def _run(
+    engine: Engine,
+    set_id: int,
+    settings: Settings,
+    data_dir: Path,
+    backend_for: BackendFor,
+    claim: str,
+    pid: int,
+    host: str,
+    cancel: threading.Event,
+) -> SetOutcome | None:
     plan = take_up(engine, set_id, claim, pid=pid, host=host)
     credentials = set_credentials(engine, set_id, claim, os.environ.get("LABQ_URL"))
     mark = {containment.MARK_VARIABLE: containment.run_mark(claim)}

@@ -15,6 +15,7 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
+from labq.dispatch.identity import TaskUser, hand_over, traversable
 from labq.dispatch.logs import MaskedLog
 from labq.dispatch.plan import PlanError, SystemInfo, Workspace, safe_component
 from labq.dispatch.procs import DEFAULT_GRACE, Outcome, run_process
@@ -36,9 +37,13 @@ def base_environment() -> dict[str, str]:
 class LocalBackend:
     """Systems as directories under ``<data_dir>/workspaces``."""
 
-    def __init__(self, data_dir: Path, *, grace: float = DEFAULT_GRACE) -> None:
+    def __init__(
+        self, data_dir: Path, *, grace: float = DEFAULT_GRACE, user: TaskUser | None = None
+    ) -> None:
+        self.data_dir = data_dir
         self.root = data_dir / "workspaces"
         self.grace = grace
+        self.user = user  # who tasks run as (None: this process's own user)
 
     def workspace(self, system: SystemInfo) -> Path:
         """``<data_dir>/workspaces/<fqdn>``; refuses an fqdn that would point elsewhere."""
@@ -57,6 +62,9 @@ class LocalBackend:
         else:
             path.mkdir()
         (path / "logs").mkdir(exist_ok=True)
+        if self.user is not None:
+            traversable(self.data_dir, self.root)
+            hand_over(path, self.user)
 
     def wipe(self, system: SystemInfo) -> Path:
         """Remove the system's workspace; only ever a direct child of the workspaces root."""
@@ -92,6 +100,8 @@ class LocalBackend:
         # the user's own command is the one place a shell is meant to interpret text
         argv = [SHELL, "-c", command] if isinstance(command, str) else list(command)
         full_env = base_environment()
+        if self.user is not None:
+            full_env.update(HOME=str(ws), USER=self.user.name, LOGNAME=self.user.name)
         full_env.update(env)
         full_env.update(LABQ_WORKSPACE=str(ws), LABQ_LOG_DIR=str(ws / "logs"))
         with MaskedLog(log_path, secrets) as log:
@@ -103,6 +113,7 @@ class LocalBackend:
                 log=log,
                 cancel_event=cancel_event,
                 grace=self.grace,
+                user=None if self.user is None else (self.user.uid, self.user.gid),
             )
 
     def collect_logs(self, system: SystemInfo, dest: Path) -> None:
