@@ -5,6 +5,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -206,3 +207,53 @@ def test_a_missing_known_hosts_file_is_an_error_not_an_open_door(tmp_path):
     options = SshOptions(known_hosts=str(tmp_path / "nope"), workspace="ws", boot_timeout=1)
     with pytest.raises(SshError, match=r"known_hosts file .* does not exist"):
         SshBackend(options).cleanup(HOST, log_dir=tmp_path)
+
+
+DRIVER = """
+import sys, threading
+from pathlib import Path
+from labq.dispatch import SshBackend, SshOptions, SystemInfo
+options = SshOptions(user=sys.argv[1], port=int(sys.argv[2]), identity_file=sys.argv[3],
+                     known_hosts=sys.argv[4], workspace=sys.argv[5], boot_timeout=1)
+backend = SshBackend(options, grace=0.5)
+host = SystemInfo(fqdn="box1.test", lab="lab1", address="127.0.0.1")
+Path(sys.argv[5]).mkdir(parents=True, exist_ok=True)
+(Path(sys.argv[5]) / ".labq").mkdir(exist_ok=True)
+backend.run(host, sys.argv[6], env={"A": "multi\\nline 'value'"}, cwd=None, timeout=None,
+            log_path=Path(sys.argv[7]), cancel_event=threading.Event())
+"""
+
+
+def test_a_remote_task_dies_with_the_supervisor_that_ran_it(sshd, tmp_path):
+    """The supervisor is SIGKILLed mid-task: its connection closes, and so must the task."""
+    pids = tmp_path / "pids"
+    command = f"sh -c 'sleep 100 & echo $! > {pids}; setsid sleep 100 & wait'; echo \"$A\""
+    driver = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            DRIVER,
+            getpass.getuser(),
+            str(sshd["port"]),
+            sshd["key"],
+            sshd["known_hosts"],
+            str(tmp_path / "remote" / "ws"),
+            command,
+            str(tmp_path / "task.log"),
+        ]
+    )
+    from labq.dispatch.procs import process_alive
+
+    deadline = time.monotonic() + 20
+    while not (pids.exists() and pids.read_text().strip()):
+        assert driver.poll() is None, "the driver ended early"
+        assert time.monotonic() < deadline, "the task did not start"
+        time.sleep(0.05)
+    sleeper = int(pids.read_text())
+    assert process_alive(sleeper)
+    driver.kill()
+    driver.wait()
+    deadline = time.monotonic() + 10
+    while process_alive(sleeper):
+        assert time.monotonic() < deadline, "the task outlived its supervisor"
+        time.sleep(0.05)

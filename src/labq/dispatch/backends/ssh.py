@@ -8,7 +8,9 @@ user's home by default). A task runs as ``/bin/sh`` with its process id as the
 process group of everything it starts (sshd gives each session its own), so a
 timeout or cancel ends the whole group with SIGTERM, then SIGKILL. The task's
 variables travel over the session's standard input, never on a command line and
-never in a file on the host. Output streams back into the local task log as it
+never in a file on the host; the input then stays open, and a watcher on the
+host kills the task's group as soon as it closes — when the supervisor dies or
+its connection breaks — so a set's tasks never outlive their supervisor there. Output streams back into the local task log as it
 comes, with secrets masked; ``collect_logs`` copies the workspace's ``logs/``
 directory back by SFTP.
 
@@ -41,12 +43,19 @@ _TICK: Final = 0.05
 _RETRY_EVERY: Final = 5.0
 
 # Runs a task: records its pid (= its process group), reads its variables from
-# stdin, enters the workspace and the task's directory, then becomes the task.
+# stdin up to an end line, leaves a watcher on stdin, enters the workspace and
+# the task's directory, then becomes the task. The session's stdin stays open for
+# as long as the supervisor lives: when its connection goes (the supervisor was
+# killed, the network broke), sshd closes the pipe and the watcher kills the
+# task's whole process group, so nothing of the set runs on after its supervisor.
 _TASK_WRAPPER: Final = (
-    'pidf=$1; ws=$2; cwd=$3; shift 3; echo $$ > "$pidf" || exit 125; '
-    "set -a; . /dev/stdin; set +a; "
+    'pidf=$1; ws=$2; cwd=$3; end=$4; shift 4; echo $$ > "$pidf" || exit 125; '
+    'vars=; while IFS= read -r line; do [ "$line" = "$end" ] && break; '
+    'vars="$vars$line\n"; done; set -a; eval "$vars"; set +a; unset vars line; '
+    # (a background list's stdin is /dev/null unless given: hand it the session's)
+    "exec 3<&0; { while read -r _; do :; done; kill -KILL -$$; } <&3 >/dev/null 2>&1 & "
     'cd -- "$ws" || exit 125; LABQ_WORKSPACE=$(pwd -P); LABQ_LOG_DIR=$LABQ_WORKSPACE/logs; '
-    'export LABQ_WORKSPACE LABQ_LOG_DIR; cd -- "$cwd" || exit 125; exec "$@" </dev/null'
+    'export LABQ_WORKSPACE LABQ_LOG_DIR; cd -- "$cwd" || exit 125; exec "$@" </dev/null 3<&-'
 )
 # Ends a task's process group: SIGTERM, then SIGKILL after $2 tenths of a second.
 _GROUP_KILLER: Final = (
@@ -261,6 +270,7 @@ class SshBackend:
         cancel_event: threading.Event,
     ) -> Outcome:
         pidfile = f"{self.ws}/.labq/pid-{uuid.uuid4().hex}"
+        end = f"labq-end-{uuid.uuid4().hex}"
         remote = shlex.join(
             [
                 "exec",
@@ -271,17 +281,17 @@ class SshBackend:
                 pidfile,
                 self.ws,
                 cwd or ".",
+                end,
                 *argv,
             ]
         )
-        variables = "".join(f"{k}={shlex.quote(v)}\n" for k, v in env.items())
+        variables = "".join(f"{k}={shlex.quote(v)}\n" for k, v in env.items()) + f"{end}\n"
         deadline = None if timeout is None else time.monotonic() + timeout
         timed_out = cancelled = False
         async with await self._connect(system) as conn:
             session = _TaskSession(log)
             chan, _ = await conn.create_session(lambda: session, remote, encoding=None)
-            chan.write(variables.encode())
-            chan.write_eof()
+            chan.write(variables.encode())  # no EOF: the open stdin is the task's lifeline
             while not session.exited.is_set():
                 if cancel_event.is_set():
                     cancelled = True
