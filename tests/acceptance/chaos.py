@@ -31,6 +31,7 @@ from sqlalchemy import create_engine, text
 from tests.acceptance.conftest import free_port, labq_command, wait_until_up
 
 FINAL = ("completed", "aborted", "cancelled")
+ORPHAN_GRACE = 10.0  # seconds a supervisor may take to exit after its set's last report
 TRACE_TASK = r"""
 f="$TRACE/$LABQ_FQDN"; at() { date +%s.%N; }
 echo "start $LABQ_SET_ID $LABQ_RECIPE_ID $(at)" >> "$f"
@@ -248,10 +249,12 @@ class Lab:
                     found.problems.append(f"recipe {recipe} of set {set_id} started twice")
             found.overlaps += _overlaps(system, runs, found.problems)
         found.sets, found.held_by_two = self._holds(found.problems)
-        self.stop()  # whatever still runs after the servers stopped is an orphan
-        orphans = self.orphans()
+        self.stop()  # what still runs a while after the servers stopped is an orphan
+        deadline = time.monotonic() + ORPHAN_GRACE
+        while (orphans := self.orphans()) and time.monotonic() < deadline:
+            time.sleep(0.2)  # a supervisor that reported its set's end may still be exiting
         found.orphans = len(orphans)
-        found.problems += [f"pid {pid} still runs" for pid in orphans]
+        found.problems += [f"pid {pid} still runs: {cmd}" for pid, cmd in orphans.items()]
         return found
 
     def _spans(self) -> dict[str, dict[tuple[int, int], list[float]]]:
@@ -297,10 +300,11 @@ class Lab:
                         problems.append(f"system {system}: sets {set_id} and {other}")
         return len(sets), pairs
 
-    def orphans(self) -> list[int]:
-        """Processes of this lab still alive: supervisors, tasks, anything with its paths."""
+    def orphans(self) -> dict[int, str]:
+        """Processes of this lab still alive (supervisors, tasks, anything with its paths)
+        and their command lines."""
         needle = str(self.root).encode()
-        found = []
+        found = {}
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit() or int(entry.name) == os.getpid():
                 continue
@@ -313,7 +317,7 @@ class Lab:
             if state in ("Z", "X"):
                 continue
             if needle in cmdline or needle in environ:
-                found.append(int(entry.name))
+                found[int(entry.name)] = cmdline.replace(b"\0", b" ").decode(errors="replace")
         return found
 
 
