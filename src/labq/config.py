@@ -17,6 +17,7 @@ from labq.domain.job import PriorityField
 from labq.domain.locks import DEFAULT_LEVELS
 from labq.domain.priority import Priority
 from labq.errors import InputError
+from labq.formats.limits import Limits
 from labq.formats.source import LineMap, load_yaml, read_document, validation_error
 from labq.scheduler.entries import SchedulerConfig
 
@@ -71,7 +72,6 @@ class LabSettings(_Section):
 class Server(_Section):
     host: str = "127.0.0.1"
     port: Annotated[int, Field(ge=0, le=65535)] = 8080
-    max_body_bytes: Annotated[int, Field(gt=0)] = 1024 * 1024
     # how tasks reach the API (``LABQ_URL``); default http://HOST:PORT of this server
     public_url: str | None = None
 
@@ -115,6 +115,7 @@ class Settings(_Section):
     database: str | None = None
     data_dir: str | None = None  # workspaces and archived logs live under it
     server: Server = Server()
+    limits: Limits = Limits()
     aging: Aging = Aging()
     retry: Retry = Retry()
     holds: Holds = Holds()

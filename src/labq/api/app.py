@@ -63,5 +63,5 @@ def create_app(
     app.include_router(metrics.router)  # /metrics at the root, where Prometheus looks
     site.install(app)  # the web UI under /ui
     errors.install(app)
-    app.add_middleware(Guard, max_body_bytes=settings.server.max_body_bytes)
+    app.add_middleware(Guard, max_body_bytes=settings.limits.document_bytes)
     return app

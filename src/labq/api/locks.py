@@ -19,7 +19,7 @@ from pydantic import Field
 from labq.api.deps import CredentialDep, StateDep, UserDep
 from labq.api.errors import ApiError
 from labq.api.events import tell
-from labq.api.schemas import Body, Name
+from labq.api.schemas import Body, Name, RowId
 from labq.domain.locktable import Grant, Outcome
 from labq.store import Credential, reading, transaction
 
@@ -39,7 +39,7 @@ class AcquireBody(Body):
 
     locks: Annotated[list[LockRef], Field(min_length=1, max_length=100)]
     wait: bool = True
-    set: int | None = None
+    set: RowId | None = None
 
 
 class ReleaseBody(Body):
@@ -47,7 +47,7 @@ class ReleaseBody(Body):
 
     locks: Annotated[list[LockRef], Field(max_length=100)] = Field(default_factory=list)
     all: bool = False
-    set: int | None = None
+    set: RowId | None = None
 
 
 @router.post("/acquire")

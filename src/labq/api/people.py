@@ -16,7 +16,7 @@ from pydantic import Field
 from labq.api.auth import require_admin
 from labq.api.deps import AdminDep, StateDep, UserDep
 from labq.api.errors import ApiError
-from labq.api.schemas import Body, Name, NameBody
+from labq.api.schemas import INTEGRAL, Body, Name, NameBody, RowId
 from labq.domain.model import User
 from labq.store import TokenView, reading, transaction
 
@@ -43,7 +43,7 @@ class TokenBody(Body):
 
     name: Name
     user: Name | None = None
-    expires_in: Annotated[int, Field(gt=0, le=10 * 365 * 86400)] | None = Field(
+    expires_in: Annotated[int, Field(gt=0, le=10 * 365 * 86400), INTEGRAL] | None = Field(
         default=None, description="seconds until it stops working; none: never"
     )
 
@@ -160,7 +160,7 @@ def create_token(body: TokenBody, state: StateDep, caller: UserDep) -> dict[str,
 
 
 @tokens.delete("/{token_id}")
-def revoke_token(token_id: int, state: StateDep, caller: UserDep) -> dict[str, Any]:
+def revoke_token(token_id: RowId, state: StateDep, caller: UserDep) -> dict[str, Any]:
     """Revoke a token for good: your own, or (admins) anyone's."""
     with transaction(state.engine) as repo:
         owner = repo.token_owner(token_id)
