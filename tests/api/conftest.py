@@ -176,12 +176,13 @@ def seed(engine: Engine) -> dict[str, str]:
 
 
 @contextmanager
-def open_lab(url: str | URL, tmp_path: Path) -> Iterator[Lab]:
+def open_lab(url: str | URL, tmp_path: Path, limits: Limits | None = None) -> Iterator[Lab]:
     """A seeded lab over the migrated database at ``url``, with a client on its app."""
     engine = make_engine(url)
     data_dir = tmp_path / "data"
     data_dir.mkdir()
-    settings = Settings(data_dir=str(data_dir), limits=Limits(document_bytes=MAX_BODY))
+    limits = limits or Limits(document_bytes=MAX_BODY)
+    settings = Settings(data_dir=str(data_dir), limits=limits)
     events = Recorder(engine)
     clock = Clock()
     tokens = seed(engine)
