@@ -18,6 +18,7 @@ from pydantic import Field
 from labq.api.deps import AdminDep, StateDep, UserDep
 from labq.api.errors import ApiError
 from labq.api.events import tell
+from labq.api.openapi import answers
 from labq.api.schemas import INT4_MAX, INTEGRAL, NO_NUL, Body, Name, Reason, RowId
 from labq.domain import filters
 from labq.domain.job import JobSpec
@@ -98,7 +99,7 @@ def add_filter(body: FilterBody, app: StateDep, admin: AdminDep) -> dict[str, An
     return filter_json(view)
 
 
-@router.delete("/{filter_id}")
+@router.delete("/{filter_id}", responses=answers(404))
 def delete_filter(filter_id: RowId, app: StateDep, admin: AdminDep) -> dict[str, Any]:
     """Remove a rule (admins); the sets it held are judged again."""
     with transaction(app.engine) as repo:
@@ -141,7 +142,7 @@ def list_pauses(app: StateDep, _: UserDep) -> dict[str, Any]:
         return {"pauses": [pause_json(p) for p in repo.list_pauses(now=app.clock())]}
 
 
-@pauses.post("/pause")
+@pauses.post("/pause", responses=answers(404))
 def pause_queue(body: PauseBody, app: StateDep, admin: AdminDep) -> dict[str, Any]:
     """Pause a lab's queue (admins): nothing new starts or takes systems there; runs go on."""
     now = app.clock()
@@ -154,7 +155,7 @@ def pause_queue(body: PauseBody, app: StateDep, admin: AdminDep) -> dict[str, An
     return pause_json(view)
 
 
-@pauses.post("/resume")
+@pauses.post("/resume", responses=answers(404))
 def resume_queue(body: ResumeBody, app: StateDep, admin: AdminDep) -> dict[str, Any]:
     """Let a lab's queue move again (admins); ``resumed`` is false when it was not paused."""
     with transaction(app.engine) as repo:

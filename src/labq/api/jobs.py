@@ -19,6 +19,7 @@ from labq.api.errors import ApiError
 from labq.api.events import tell
 from labq.api.filters import admit_job
 from labq.api.jobviews import job_json, job_summary, log_files, results_json
+from labq.api.openapi import answers
 from labq.api.schemas import Body, Offset, PriorityLabel, Reason, RowId
 from labq.dispatch.workspace import RefError, resolve_ref
 from labq.domain.job import JobSpec
@@ -43,11 +44,15 @@ MEDIA_FORMATS: dict[str, Format] = {
     "application/xml": "beaker",
     "text/xml": "beaker",
 }
+DOCUMENT: Final = {"type": "string", "description": "docs/job-format*.md"}
 JOB_BODY = {
     "requestBody": {
         "required": True,
         "description": "a job document: native JSON/YAML, Beaker XML or Teuthology YAML",
-        "content": {media: {"schema": {"type": "string"}} for media in MEDIA_FORMATS},
+        "content": {
+            media: {"schema": {"type": "object"} if media == "application/json" else DOCUMENT}
+            for media in MEDIA_FORMATS
+        },
     }
 }
 
@@ -79,7 +84,7 @@ def _format_of(content_type: str | None, asked: Format | None) -> Format:
     return MEDIA_FORMATS[media]
 
 
-@router.post("", status_code=201, openapi_extra=JOB_BODY)
+@router.post("", status_code=201, openapi_extra=JOB_BODY, responses=answers(403, 409, 415, 422))
 def submit_job(
     app: StateDep,
     caller: UserDep,
@@ -143,14 +148,14 @@ def list_jobs(
     }
 
 
-@router.get("/{job_id}")
+@router.get("/{job_id}", responses=answers(404))
 def show_job(job_id: RowId, app: StateDep, _: UserDep) -> dict[str, Any]:
     """A job with every set (retries included), recipe and task."""
     with reading(app.engine) as repo:
         return job_json(repo.load_job(job_id))
 
 
-@router.get("/{job_id}/history")
+@router.get("/{job_id}/history", responses=answers(404))
 def job_history(job_id: RowId, app: StateDep, _: UserDep) -> dict[str, Any]:
     """Every state each recipe went through, with when and why."""
     with reading(app.engine) as repo:
@@ -171,14 +176,14 @@ def job_history(job_id: RowId, app: StateDep, _: UserDep) -> dict[str, Any]:
     return {"id": job_id, "recipes": recipes}
 
 
-@router.get("/{job_id}/results")
+@router.get("/{job_id}/results", responses=answers(404))
 def job_results(job_id: RowId, app: StateDep, _: UserDep) -> dict[str, Any]:
     """Results of every recipe and task."""
     with reading(app.engine) as repo:
         return results_json(repo.load_job(job_id))
 
 
-@router.post("/{job_id}/cancel")
+@router.post("/{job_id}/cancel", responses=answers(404, 409))
 def cancel_job(
     job_id: RowId, app: StateDep, caller: UserDep, body: CancelBody | None = None
 ) -> dict[str, Any]:
@@ -192,7 +197,7 @@ def cancel_job(
     return {"id": job_id, "cancelled": count}
 
 
-@router.post("/{job_id}/priority")
+@router.post("/{job_id}/priority", responses=answers(404, 409))
 def change_priority(
     job_id: RowId, body: PriorityBody, app: StateDep, caller: UserDep
 ) -> dict[str, Any]:
@@ -220,7 +225,7 @@ def _check_priority(repo: Repository, job_id: RowId, wanted: Priority, caller: U
         )
 
 
-@router.get("/{job_id}/logs")
+@router.get("/{job_id}/logs", responses=answers(404))
 def list_logs(job_id: RowId, app: StateDep, _: UserDep) -> dict[str, Any]:
     """Each recipe's archived log files, as paths relative to the data directory."""
     with reading(app.engine) as repo:
@@ -228,7 +233,7 @@ def list_logs(job_id: RowId, app: StateDep, _: UserDep) -> dict[str, Any]:
     return {"id": job_id, "logs": log_files(job, app.settings.data_path())}
 
 
-@router.get("/{job_id}/logs/file", response_class=FileResponse)
+@router.get("/{job_id}/logs/file", response_class=FileResponse, responses=answers(403, 404))
 def get_log(
     job_id: RowId,
     app: StateDep,
