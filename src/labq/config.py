@@ -74,6 +74,12 @@ class Server(_Section):
     port: Annotated[int, Field(ge=0, le=65535)] = 8080
     # how tasks reach the API (``LABQ_URL``); default http://HOST:PORT of this server
     public_url: str | None = None
+    # slow clients: a request head within header_timeout of waiting for it, a body within
+    # body_timeout of its head; at most max_connections at once (see labq.serving)
+    header_timeout: Seconds = 10.0
+    body_timeout: Seconds = 60.0
+    keep_alive: Annotated[int, Field(ge=1)] = 5  # seconds an idle connection stays open
+    max_connections: Annotated[int, Field(ge=16, le=1_000_000)] = 1000
 
 
 class Queue(_Section):

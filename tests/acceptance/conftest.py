@@ -96,13 +96,18 @@ class Running:
     token: str
     env: dict[str, str]
     log: Path
+    pid: int = 0
 
 
 @contextmanager
-def running_server(database: str, *, data: Path, home: Path, log: Path) -> Iterator[Running]:
+def running_server(
+    database: str, *, data: Path, home: Path, log: Path, config: Path | None = None
+) -> Iterator[Running]:
     """``labq init`` then ``labq server`` on a free port, up; SIGTERM (then kill) afterwards."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LABQ_")}
     env.update(LABQ_DB=database, LABQ_DATA_DIR=str(data), HOME=str(home))
+    if config is not None:
+        env["LABQ_CONFIG"] = str(config)
     init = subprocess.run(
         [*labq_command(), "init"], env=env, capture_output=True, text=True, check=False
     )
@@ -120,7 +125,7 @@ def running_server(database: str, *, data: Path, home: Path, log: Path) -> Itera
         try:
             url = f"http://127.0.0.1:{port}"
             wait_until_up(url, proc, log)
-            yield Running(url, token, env, log)
+            yield Running(url, token, env, log, proc.pid)
         finally:
             proc.send_signal(signal.SIGTERM)
             try:

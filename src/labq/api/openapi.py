@@ -17,6 +17,7 @@ from fastapi.routing import APIRoute
 
 from labq.api.auth import READ_METHODS
 from labq.api.deps import admin, credential, dependants
+from labq.api.schemas import NUL_FREE
 
 WHEN: Final[dict[int, str]] = {
     400: "the body is not valid JSON, or the URL holds a NUL character",
@@ -62,7 +63,8 @@ def document_errors(router: APIRouter) -> None:
 
 
 def install(app: FastAPI) -> None:
-    """Serve the document without FastAPI's own 422 and its schemas: ours replaces it."""
+    """Serve the document without FastAPI's own 422 and its schemas (ours replaces it), and
+    with every text parameter NUL-free, as the guard has it."""
     generate = app.openapi
 
     def openapi() -> dict[str, Any]:
@@ -72,12 +74,21 @@ def install(app: FastAPI) -> None:
                 for operation in item.values():
                     if operation["responses"].get("422", {}).get("description") == _FASTAPI_422:
                         del operation["responses"]["422"]
+                    for parameter in operation.get("parameters", []):
+                        _nul_free(parameter.get("schema", {}))
             for name in ("HTTPValidationError", "ValidationError"):
                 document.get("components", {}).get("schemas", {}).pop(name, None)
             app.openapi_schema = document
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _nul_free(schema: dict[str, Any]) -> None:
+    if schema.get("type") == "string" and "pattern" not in schema and "enum" not in schema:
+        schema["pattern"] = NUL_FREE
+    for option in schema.get("anyOf", []):
+        _nul_free(option)
 
 
 def _derived(route: APIRoute) -> set[int]:
