@@ -49,6 +49,14 @@ def cli(ctx: click.Context, url: str | None, token: str | None) -> None:
     ctx.call_on_close(session.close)
 
 
+config_option = click.option(
+    "--config",
+    "config_file",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="Settings file (default: LABQ_CONFIG).",
+)
+
 for _command in (lab, system, pool, user, group, token, job, queue, lock, filter_group):
     cli.add_command(_command)
 
@@ -63,9 +71,12 @@ for _command in (lab, system, pool, user, group, token, job, queue, lock, filter
     show_default=True,
     help="Job format; auto tells XML (Beaker) from Teuthology and native YAML/JSON.",
 )
-def validate(file: str, fmt: Format) -> None:
-    """Check a job file and print its canonical form as JSON."""
-    spec = load_job(file, fmt=fmt)
+@config_option
+def validate(file: str, fmt: Format, config_file: str | None) -> None:
+    """Check a job file (within the settings' limits) and print its canonical form as JSON."""
+    from labq.config import load_settings
+
+    spec = load_job(file, fmt=fmt, limits=load_settings(config_file).limits)
     click.echo(json.dumps(spec.canonical(), indent=2, sort_keys=False))
 
 
@@ -154,13 +165,7 @@ def _shown_url(url: str) -> str:
 )
 @click.option("--host", default=None, help="Address to listen on (default 127.0.0.1).")
 @click.option("--port", default=None, type=int, help="Port to listen on (default 8080).")
-@click.option(
-    "--config",
-    "config_file",
-    default=None,
-    type=click.Path(dir_okay=False),
-    help="Settings file (default: LABQ_CONFIG).",
-)
+@config_option
 def server(
     url: str | None,
     data_dir: str | None,

@@ -17,6 +17,7 @@ from labq.domain.job import PriorityField
 from labq.domain.locks import DEFAULT_LEVELS
 from labq.domain.priority import Priority
 from labq.errors import InputError
+from labq.formats.limits import Limits
 from labq.formats.source import LineMap, load_yaml, read_document, validation_error
 from labq.scheduler.entries import SchedulerConfig
 
@@ -82,9 +83,14 @@ class LabSettings(_Section):
 class Server(_Section):
     host: str = "127.0.0.1"
     port: Annotated[int, Field(ge=0, le=65535)] = 8080
-    max_body_bytes: Annotated[int, Field(gt=0)] = 1024 * 1024
     # how tasks reach the API (``LABQ_URL``); default http://HOST:PORT of this server
     public_url: str | None = None
+    # slow clients: a request head within header_timeout of waiting for it, a body within
+    # body_timeout of its head; at most max_connections at once (see labq.serving)
+    header_timeout: Seconds = 10.0
+    body_timeout: Seconds = 60.0
+    keep_alive: Annotated[int, Field(ge=1)] = 5  # seconds an idle connection stays open
+    max_connections: Annotated[int, Field(ge=16, le=1_000_000)] = 1000
 
 
 class Queue(_Section):
@@ -126,6 +132,7 @@ class Settings(_Section):
     database: str | None = None
     data_dir: str | None = None  # workspaces and archived logs live under it
     server: Server = Server()
+    limits: Limits = Limits()
     aging: Aging = Aging()
     retry: Retry = Retry()
     holds: Holds = Holds()

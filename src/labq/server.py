@@ -26,6 +26,7 @@ from labq.service import bridge
 from labq.service.leader import Leadership
 from labq.service.loop import SchedulerService, utcnow
 from labq.service.notify import EventRouter, Listener, conninfo
+from labq.serving import ConnectionLimits, accept_backlog, allow_descriptors, protocol_class
 from labq.store import database, reading, transaction
 
 log = logging.getLogger("labq.server")
@@ -199,9 +200,24 @@ def serve(settings: Settings, url: str | None, host: str, port: int) -> None:
     wildcard = host in ("", "::") or host.strip("0.") == ""  # listening everywhere
     local = "127.0.0.1" if wildcard else host
     api_url = settings.server.public_url or f"http://{local}:{port}"
+    limits = allow_descriptors(
+        ConnectionLimits(
+            header_timeout=settings.server.header_timeout,
+            body_timeout=settings.server.body_timeout,
+            max_connections=settings.server.max_connections,
+        )
+    )
     server = assemble(settings, url, api_url=api_url)
     try:
         app = create_app(server.engine, settings, server.events)
-        uvicorn.run(app, host=host, port=port, log_level="info")
+        uvicorn.run(
+            app,
+            host=host,
+            port=port,
+            log_level="info",
+            http=protocol_class(limits),
+            backlog=accept_backlog(limits),
+            timeout_keep_alive=settings.server.keep_alive,
+        )
     finally:
         server.close()

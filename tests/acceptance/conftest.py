@@ -96,6 +96,7 @@ class Running:
     token: str
     env: dict[str, str]
     log: Path
+    pid: int = 0
 
 
 @contextmanager
@@ -124,7 +125,7 @@ def running_server(
         try:
             url = f"http://127.0.0.1:{port}"
             wait_until_up(url, proc, log)
-            yield Running(url, token, env, log)
+            yield Running(url, token, env, log, proc.pid)
         finally:
             proc.send_signal(signal.SIGTERM)
             try:

@@ -100,3 +100,23 @@ def test_missing_file(labq):
     result = labq("validate", "nowhere.yaml")
     assert result.returncode == 2
     assert result.stderr.strip() == "labq: nowhere.yaml: no such file"
+
+
+def test_validate_holds_a_job_to_the_settings_limits(labq, tmp_path):
+    job = tmp_path / "many.yaml"
+    job.write_text(
+        "recipe_sets:\n  - recipes:\n      - tasks:\n"
+        + "".join(f"          - {{name: t{i}, run: 'true'}}\n" for i in range(4))
+    )
+    assert labq("validate", str(job)).returncode == 0
+    settings = tmp_path / "labq.yaml"
+    settings.write_text("limits:\n  tasks_per_recipe: 3\n")
+    refused = labq("validate", "--config", str(settings), str(job))
+    assert refused.returncode == 2
+    assert refused.stderr.strip() == (
+        f"labq: {job}: recipe_sets[0].recipes[0].tasks: 4 tasks is more than the limit"
+        " of 3 (limits.tasks_per_recipe)"
+    )
+    from_env = labq("validate", str(job), env={"LABQ_CONFIG": str(settings)})
+    assert from_env.returncode == 2
+    assert "limits.tasks_per_recipe" in from_env.stderr

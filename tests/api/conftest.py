@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import warnings
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -12,16 +13,18 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import URL, Engine
 
 from labq.api import QueueRow, create_app
-from labq.config import Server, Settings
+from labq.config import Settings
 from labq.domain.model import System
 from labq.domain.priority import Priority
 from labq.domain.states import RecipeState
 from labq.errors import NotFoundError
+from labq.formats.limits import Limits
 from labq.service.loop import SchedulerService
 from labq.store import make_engine, reading, transaction, upgrade
+from tests.conftest import pg_copy
 from tests.doubles import RecordingDispatcher
 
 with warnings.catch_warnings():
@@ -173,21 +176,41 @@ def seed(engine: Engine) -> dict[str, str]:
     return tokens
 
 
-@pytest.fixture
-def lab(template: Path, tmp_path: Path) -> Iterator[Lab]:
-    path = tmp_path / "labq.db"
-    shutil.copyfile(template, path)
-    engine = make_engine(f"sqlite:///{path}")
+@contextmanager
+def open_lab(url: str | URL, tmp_path: Path, limits: Limits | None = None) -> Iterator[Lab]:
+    """A seeded lab over the migrated database at ``url``, with a client on its app."""
+    engine = make_engine(url)
     data_dir = tmp_path / "data"
     data_dir.mkdir()
-    settings = Settings(data_dir=str(data_dir), server=Server(max_body_bytes=MAX_BODY))
+    limits = limits or Limits(document_bytes=MAX_BODY)
+    settings = Settings(data_dir=str(data_dir), limits=limits)
     events = Recorder(engine)
     clock = Clock()
     tokens = seed(engine)
     app = create_app(engine, settings, events, clock=clock)
-    with TestClient(app, raise_server_exceptions=False) as client:
-        yield Lab(client, engine, events, clock, data_dir, tokens)
-    engine.dispose()
+    try:
+        with TestClient(app, raise_server_exceptions=False) as client:
+            yield Lab(client, engine, events, clock, data_dir, tokens)
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture
+def lab(template: Path, tmp_path: Path) -> Iterator[Lab]:
+    path = tmp_path / "labq.db"
+    shutil.copyfile(template, path)
+    with open_lab(f"sqlite:///{path}", tmp_path) as opened:
+        yield opened
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def any_lab(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Lab]:
+    """The same lab on SQLite and on PostgreSQL (a fresh copy of the migrated template)."""
+    if request.param == "sqlite":
+        yield request.getfixturevalue("lab")
+        return
+    with pg_copy(request.getfixturevalue("pg_server")) as url, open_lab(url, tmp_path) as opened:
+        yield opened
 
 
 def submit(lab: Lab, who: str = "alice", **fields: object) -> int:

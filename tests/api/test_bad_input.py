@@ -103,7 +103,10 @@ def test_oversized_body_is_413(
     )
     assert answer.status_code == 413
     assert answer.json() == {
-        "error": {"status": 413, "message": f"the body is larger than {MAX_BODY} bytes"}
+        "error": {
+            "status": 413,
+            "message": f"the body is larger than {MAX_BODY} bytes (limits.document_bytes)",
+        }
     }
     _unchanged(ready, before)
 

@@ -9,7 +9,6 @@ laptop, failed under ``CI=true``.
 from __future__ import annotations
 
 import itertools
-import os
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,15 +16,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import URL, Connection, Engine, create_engine, make_url, text
-from sqlalchemy.exc import OperationalError
+from sqlalchemy import URL, Connection, Engine, make_url
 
 from labq.domain.job import JobSpec
 from labq.domain.model import System
 from labq.domain.states import Condition
 from labq.store import Repository, make_engine, upgrade
+from tests.conftest import pg_copy
 
-PG_URL = os.environ.get("LABQ_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 ADMIN = "root"
 _copies = itertools.count()
@@ -51,36 +49,6 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-@pytest.fixture(scope="session")
-def pg_server() -> Iterator[tuple[Engine, str]]:
-    """An AUTOCOMMIT engine on the server and the name of the migrated template."""
-    admin = create_engine(
-        make_url(PG_URL).set(drivername="postgresql+psycopg"), isolation_level="AUTOCOMMIT"
-    )
-    try:
-        with admin.connect() as conn:
-            conn.execute(text("SELECT 1"))
-    except OperationalError as exc:
-        admin.dispose()
-        message = f"no PostgreSQL at {PG_URL}: {exc.orig}"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    template = f"labq_template_{os.getpid()}"
-    _drop(admin, template)
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{template}"'))
-    upgrade(admin.url.set(database=template))
-    yield admin, template
-    _drop(admin, template)
-    admin.dispose()
-
-
-def _drop(admin: Engine, name: str) -> None:
-    with admin.connect() as conn:
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-
-
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
     """A fresh migrated database of each kind."""
@@ -92,17 +60,12 @@ def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
         yield Database(url, engine)
         engine.dispose()
         return
-    admin, template = request.getfixturevalue("pg_server")
-    name = f"labq_test_{os.getpid()}_{next(_copies)}"
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}" TEMPLATE "{template}"'))
-    url = admin.url.set(database=name)
-    engine = make_engine(url)
-    try:
-        yield Database(url, engine)
-    finally:
-        engine.dispose()
-        _drop(admin, name)
+    with pg_copy(request.getfixturevalue("pg_server")) as url:
+        engine = make_engine(url)
+        try:
+            yield Database(url, engine)
+        finally:
+            engine.dispose()
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from sqlalchemy import Engine
 
 from labq.api import (
@@ -15,12 +15,13 @@ from labq.api import (
     labs,
     locks,
     metrics,
+    openapi,
     people,
     pools,
     queue,
     systems,
 )
-from labq.api.deps import AppState, Clock
+from labq.api.deps import AppState, Clock, strict_query
 from labq.api.events import Events
 from labq.api.guard import Guard
 from labq.config import Settings
@@ -59,9 +60,11 @@ def create_app(
         filters.router,
         filters.pauses,
     ):
-        app.include_router(router, prefix=PREFIX)
+        openapi.document_errors(router)
+        app.include_router(router, prefix=PREFIX, dependencies=[Depends(strict_query)])
     app.include_router(metrics.router)  # /metrics at the root, where Prometheus looks
     site.install(app)  # the web UI under /ui
     errors.install(app)
-    app.add_middleware(Guard, max_body_bytes=settings.server.max_body_bytes)
+    openapi.install(app)
+    app.add_middleware(Guard, max_body_bytes=settings.limits.document_bytes)
     return app

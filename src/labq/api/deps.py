@@ -6,16 +6,19 @@ Nothing here is made at import time: :func:`labq.api.app.create_app` puts one
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated
 
 from fastapi import Depends, Request
+from fastapi.dependencies.models import Dependant
+from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy import Engine
 
 from labq.api.auth import caller, require_admin
+from labq.api.errors import ApiError
 from labq.api.events import Events
 from labq.config import Settings
 from labq.domain.model import User
@@ -74,3 +77,26 @@ def admin(found: UserDep) -> User:
 
 
 AdminDep = Annotated[User, Depends(admin)]
+
+
+def strict_query(request: Request) -> None:
+    """422 for a query parameter the route does not take, or one given twice: as a JSON
+    body's unknown field is an error, so is a query's (a typo never passes unnoticed)."""
+    route = request.scope.get("route")
+    if not isinstance(route, APIRoute):
+        return
+    taken = {p.alias for d in dependants(route.dependant) for p in d.query_params}
+    seen: set[str] = set()
+    for name, _ in request.query_params.multi_items():
+        if name not in taken:
+            raise ApiError(422, f"unknown query parameter {name!r}", place=name)
+        if name in seen:
+            raise ApiError(422, f"query parameter {name!r} is given more than once", place=name)
+        seen.add(name)
+
+
+def dependants(dependant: Dependant) -> Iterator[Dependant]:
+    """A route's dependant and everything it depends on, recursively."""
+    yield dependant
+    for sub in dependant.dependencies:
+        yield from dependants(sub)

@@ -8,12 +8,13 @@ the server (see :mod:`labq.api.guard`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from labq.errors import ConflictError, IllegalTransition, InputError, LabqError, NotFoundError
 
@@ -99,6 +100,21 @@ def _describe(error: Mapping[str, Any]) -> str:
     return f"{place}: {error.get('msg', 'is invalid')}"
 
 
+METHODS: Final = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def not_allowed(request: Request) -> ApiError:
+    """405 with every method the path answers in ``Allow`` (Starlette names one route's only)."""
+    routes = request.app.router.routes
+    allowed = ", ".join(
+        method
+        for method in METHODS
+        if any(r.matches({**request.scope, "method": method})[0] is Match.FULL for r in routes)
+    )
+    message = f"{request.method} is not allowed on {request.url.path}; it answers {allowed}"
+    return ApiError(405, message, headers={"Allow": allowed})
+
+
 def install(app: FastAPI) -> None:
     """Register the handlers that turn every error into the one JSON shape."""
 
@@ -119,6 +135,8 @@ def install(app: FastAPI) -> None:
         message = exc.detail if isinstance(exc.detail, str) else "request refused"
         if exc.status_code == 404 and message == "Not Found":
             message = f"there is no endpoint {request.url.path}"
+        if exc.status_code == 405:
+            return error_response(not_allowed(request))
         return error_response(ApiError(exc.status_code, message, headers=exc.headers))
 
     app.add_exception_handler(ApiError, on_api_error)

@@ -18,7 +18,8 @@ from pydantic import Field
 from labq.api.deps import AdminDep, StateDep, UserDep
 from labq.api.errors import ApiError
 from labq.api.events import tell
-from labq.api.schemas import Body, Name, Reason
+from labq.api.openapi import answers
+from labq.api.schemas import INT4_MAX, INTEGRAL, NO_NUL, Body, Name, Reason, RowId
 from labq.domain import filters
 from labq.domain.job import JobSpec
 from labq.store import Repository, reading, transaction
@@ -36,10 +37,10 @@ class FilterBody(Body):
     """A filter rule: predicates are ``FIELD OP VALUE`` texts (``owner=alice``, ``job>=12``)."""
 
     action: Action
-    rate: Annotated[int, Field(ge=1)] | None = None
-    priority: Annotated[int, Field(ge=0, le=1_000_000)] = 0
+    rate: Annotated[int, Field(ge=1, le=INT4_MAX), INTEGRAL] | None = None
+    priority: Annotated[int, Field(ge=0, le=1_000_000), INTEGRAL] = 0
     predicates: Annotated[
-        list[Annotated[str, Field(max_length=1100)]], Field(max_length=MAX_PREDICATES)
+        list[Annotated[str, Field(max_length=1100), NO_NUL]], Field(max_length=MAX_PREDICATES)
     ] = Field(default_factory=list)
     comment: Reason | None = None
 
@@ -48,7 +49,7 @@ class PauseBody(Body):
     """Pause a lab's queue until a time (ISO 8601 with a zone), for seconds, or until resumed."""
 
     lab: Name
-    until: Annotated[str, Field(max_length=64)] | None = None
+    until: Annotated[str, Field(max_length=64), NO_NUL] | None = None
     for_s: Annotated[float, Field(gt=0, le=MAX_PAUSE_S)] | None = None
     reason: Reason | None = None
 
@@ -98,8 +99,8 @@ def add_filter(body: FilterBody, app: StateDep, admin: AdminDep) -> dict[str, An
     return filter_json(view)
 
 
-@router.delete("/{filter_id}")
-def delete_filter(filter_id: int, app: StateDep, admin: AdminDep) -> dict[str, Any]:
+@router.delete("/{filter_id}", responses=answers(404))
+def delete_filter(filter_id: RowId, app: StateDep, admin: AdminDep) -> dict[str, Any]:
     """Remove a rule (admins); the sets it held are judged again."""
     with transaction(app.engine) as repo:
         repo.delete_filter(filter_id, actor=admin.name, now=app.clock())
@@ -141,7 +142,7 @@ def list_pauses(app: StateDep, _: UserDep) -> dict[str, Any]:
         return {"pauses": [pause_json(p) for p in repo.list_pauses(now=app.clock())]}
 
 
-@pauses.post("/pause")
+@pauses.post("/pause", responses=answers(404))
 def pause_queue(body: PauseBody, app: StateDep, admin: AdminDep) -> dict[str, Any]:
     """Pause a lab's queue (admins): nothing new starts or takes systems there; runs go on."""
     now = app.clock()
@@ -154,7 +155,7 @@ def pause_queue(body: PauseBody, app: StateDep, admin: AdminDep) -> dict[str, An
     return pause_json(view)
 
 
-@pauses.post("/resume")
+@pauses.post("/resume", responses=answers(404))
 def resume_queue(body: ResumeBody, app: StateDep, admin: AdminDep) -> dict[str, Any]:
     """Let a lab's queue move again (admins); ``resumed`` is false when it was not paused."""
     with transaction(app.engine) as repo:

@@ -1,9 +1,10 @@
-"""The outermost layer: a cap on request bodies, and no traceback ever sent.
+"""The outermost layer: a cap on request bodies, no NUL in URLs, and no traceback ever sent.
 
 Pure ASGI, so that an oversized body is refused before anything reads it:
 a ``Content-Length`` over the limit is answered at once, and a body streamed
 without one is read only up to the limit. The body (at most the limit) is then
-replayed to the application.
+replayed to the application. A URL whose path or query holds a NUL character
+is refused with 400 before any route sees it: no database can store one.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 from typing import Any
+from urllib.parse import parse_qsl
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -39,9 +41,14 @@ class Guard:
             await send(message)
 
         try:
+            nul = _nul_place(scope)
+            if nul is not None:
+                await _answer(send, 400, f"{nul}: must not contain a NUL character", place=nul)
+                return
             replay = await self._read_body(scope, receive)
             if replay is None:
-                await _answer(send, 413, f"the body is larger than {self.limit} bytes")
+                message = f"the body is larger than {self.limit} bytes (limits.document_bytes)"
+                await _answer(send, 413, message)
                 return
             await self.app(scope, replay, tracking_send)
         except Exception:
@@ -77,6 +84,19 @@ class Guard:
         return _replay([whole], receive)
 
 
+def _nul_place(scope: Scope) -> str | None:
+    """Where the URL holds a NUL: the query parameter's name, or ``path``; None if nowhere."""
+    if "\x00" in scope.get("path", ""):
+        return "path"
+    query = scope.get("query_string", b"").decode("latin-1")
+    if "%00" not in query:
+        return None
+    for name, value in parse_qsl(query, keep_blank_values=True):
+        if "\x00" in name or "\x00" in value:
+            return name.replace("\x00", "") or "query"
+    return None
+
+
 def _replay(messages: list[Message], receive: Receive) -> Receive:
     pending = list(messages)
 
@@ -88,8 +108,8 @@ def _replay(messages: list[Message], receive: Receive) -> Receive:
     return replay
 
 
-async def _answer(send: Send, status: int, message: str) -> None:
-    body: dict[str, Any] = error_body(status, message)
+async def _answer(send: Send, status: int, message: str, *, place: str | None = None) -> None:
+    body: dict[str, Any] = error_body(status, message, place=place)
     data = json.dumps(body).encode()
     headers = [
         (b"content-type", b"application/json"),

@@ -11,13 +11,14 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from labq.api.deps import StateDep
 from labq.api.errors import ApiError
+from labq.api.openapi import answers
 from labq.store import reading
 
 router = APIRouter(tags=["health"])
 log = logging.getLogger("labq.api")
 
 
-@router.get("/health")
+@router.get("/health", responses=answers(503))
 def health(state: StateDep) -> dict[str, Any]:
     """``ok`` when the database answers; 503 when it does not.
 

@@ -8,7 +8,7 @@ the files of the job's own recipes.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
 
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import FileResponse
@@ -19,7 +19,8 @@ from labq.api.errors import ApiError
 from labq.api.events import tell
 from labq.api.filters import admit_job
 from labq.api.jobviews import job_json, job_summary, log_files, results_json
-from labq.api.schemas import Body, PriorityLabel, Reason
+from labq.api.openapi import answers
+from labq.api.schemas import Body, Offset, PriorityLabel, Reason, RowId
 from labq.dispatch.workspace import RefError, resolve_ref
 from labq.domain.job import JobSpec
 from labq.domain.model import User
@@ -32,6 +33,9 @@ from labq.store.listing import MAX_PAGE
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
 
+MAX_PATH: Final = 4096  # PATH_MAX on Linux
+MAX_NAME_BYTES: Final = 255  # NAME_MAX: one component of a path
+
 MEDIA_FORMATS: dict[str, Format] = {
     "application/json": "native",
     "application/yaml": "auto",
@@ -40,11 +44,15 @@ MEDIA_FORMATS: dict[str, Format] = {
     "application/xml": "beaker",
     "text/xml": "beaker",
 }
+DOCUMENT: Final = {"type": "string", "description": "docs/job-format*.md"}
 JOB_BODY = {
     "requestBody": {
         "required": True,
         "description": "a job document: native JSON/YAML, Beaker XML or Teuthology YAML",
-        "content": {media: {"schema": {"type": "string"}} for media in MEDIA_FORMATS},
+        "content": {
+            media: {"schema": {"type": "object"} if media == "application/json" else DOCUMENT}
+            for media in MEDIA_FORMATS
+        },
     }
 }
 
@@ -76,7 +84,7 @@ def _format_of(content_type: str | None, asked: Format | None) -> Format:
     return MEDIA_FORMATS[media]
 
 
-@router.post("", status_code=201, openapi_extra=JOB_BODY)
+@router.post("", status_code=201, openapi_extra=JOB_BODY, responses=answers(403, 409, 415, 422))
 def submit_job(
     app: StateDep,
     caller: UserDep,
@@ -86,10 +94,11 @@ def submit_job(
 ) -> dict[str, Any]:
     """Parse and store a job; the scheduler is told once it is committed."""
     chosen = _format_of(content_type, fmt)
-    text = decode_document(body, source="job", limit=app.settings.server.max_body_bytes)
+    limits = app.settings.limits
+    text = decode_document(body, source="job", limit=limits.document_bytes)
     if chosen == "auto":
         chosen = detect_format(text)
-    spec = _pin_ref(parse_job(text, source="job", fmt=chosen))
+    spec = _pin_ref(parse_job(text, source="job", fmt=chosen, limits=limits))
     with transaction(app.engine) as repo:
         user = repo.get_user(caller.name)
         group = spec.group
@@ -125,7 +134,7 @@ def list_jobs(
     group: str | None = None,
     state: RecipeState | None = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Offset = 0,
 ) -> dict[str, Any]:
     """A page of jobs, newest first, and how many match in all."""
     with reading(app.engine) as repo:
@@ -139,15 +148,15 @@ def list_jobs(
     }
 
 
-@router.get("/{job_id}")
-def show_job(job_id: int, app: StateDep, _: UserDep) -> dict[str, Any]:
+@router.get("/{job_id}", responses=answers(404))
+def show_job(job_id: RowId, app: StateDep, _: UserDep) -> dict[str, Any]:
     """A job with every set (retries included), recipe and task."""
     with reading(app.engine) as repo:
         return job_json(repo.load_job(job_id))
 
 
-@router.get("/{job_id}/history")
-def job_history(job_id: int, app: StateDep, _: UserDep) -> dict[str, Any]:
+@router.get("/{job_id}/history", responses=answers(404))
+def job_history(job_id: RowId, app: StateDep, _: UserDep) -> dict[str, Any]:
     """Every state each recipe went through, with when and why."""
     with reading(app.engine) as repo:
         job = repo.load_job(job_id)
@@ -167,16 +176,16 @@ def job_history(job_id: int, app: StateDep, _: UserDep) -> dict[str, Any]:
     return {"id": job_id, "recipes": recipes}
 
 
-@router.get("/{job_id}/results")
-def job_results(job_id: int, app: StateDep, _: UserDep) -> dict[str, Any]:
+@router.get("/{job_id}/results", responses=answers(404))
+def job_results(job_id: RowId, app: StateDep, _: UserDep) -> dict[str, Any]:
     """Results of every recipe and task."""
     with reading(app.engine) as repo:
         return results_json(repo.load_job(job_id))
 
 
-@router.post("/{job_id}/cancel")
+@router.post("/{job_id}/cancel", responses=answers(404, 409))
 def cancel_job(
-    job_id: int, app: StateDep, caller: UserDep, body: CancelBody | None = None
+    job_id: RowId, app: StateDep, caller: UserDep, body: CancelBody | None = None
 ) -> dict[str, Any]:
     """Cancel every unfinished recipe (the owner, the job's group, admins)."""
     with transaction(app.engine) as repo:
@@ -188,9 +197,9 @@ def cancel_job(
     return {"id": job_id, "cancelled": count}
 
 
-@router.post("/{job_id}/priority")
+@router.post("/{job_id}/priority", responses=answers(404, 409))
 def change_priority(
-    job_id: int, body: PriorityBody, app: StateDep, caller: UserDep
+    job_id: RowId, body: PriorityBody, app: StateDep, caller: UserDep
 ) -> dict[str, Any]:
     """Change the nominal priority of the sets that still wait; raising it needs an admin."""
     wanted = Priority.parse(body.priority)
@@ -202,7 +211,7 @@ def change_priority(
     return {"id": job_id, "priority": wanted.label, "sets": changed}
 
 
-def _check_priority(repo: Repository, job_id: int, wanted: Priority, caller: User) -> None:
+def _check_priority(repo: Repository, job_id: RowId, wanted: Priority, caller: User) -> None:
     job = repo.load_job(job_id)
     require_job_change(caller, job)
     waiting = [s for s in job.sets if s.started_at is None and s.finished_at is None]
@@ -216,20 +225,24 @@ def _check_priority(repo: Repository, job_id: int, wanted: Priority, caller: Use
         )
 
 
-@router.get("/{job_id}/logs")
-def list_logs(job_id: int, app: StateDep, _: UserDep) -> dict[str, Any]:
+@router.get("/{job_id}/logs", responses=answers(404))
+def list_logs(job_id: RowId, app: StateDep, _: UserDep) -> dict[str, Any]:
     """Each recipe's archived log files, as paths relative to the data directory."""
     with reading(app.engine) as repo:
         job = repo.load_job(job_id)
     return {"id": job_id, "logs": log_files(job, app.settings.data_path())}
 
 
-@router.get("/{job_id}/logs/file", response_class=FileResponse)
+@router.get("/{job_id}/logs/file", response_class=FileResponse, responses=answers(403, 404))
 def get_log(
-    job_id: int, app: StateDep, _: UserDep, path: Annotated[str, Query(min_length=1)]
+    job_id: RowId,
+    app: StateDep,
+    _: UserDep,
+    path: Annotated[str, Query(min_length=1, max_length=MAX_PATH)],
 ) -> FileResponse:
     """One log file of the job, by the path the listing gave (plain text)."""
     root = app.settings.data_path().resolve()
+    _check_log_path(path)
     wanted = (root / path).resolve()
     if not wanted.is_relative_to(root):
         raise ApiError(403, "that path leads out of the data directory", place="path")
@@ -243,6 +256,22 @@ def get_log(
         for t in r.tasks
         if t.log_path
     ]
-    if not any(wanted == a or wanted.is_relative_to(a) for a in allowed) or not wanted.is_file():
+    if not any(wanted == a or wanted.is_relative_to(a) for a in allowed) or not _is_file(wanted):
         raise ApiError(404, f"job {job_id} has no log file {path!r}", place="path")
     return FileResponse(wanted, media_type="text/plain; charset=utf-8")
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # a name too long for the file system, once joined to the data directory
+        return False
+
+
+def _check_log_path(path: str) -> None:
+    """422 for a path no file system holds (a NUL never gets here: the guard refuses it)."""
+    for part in path.split("/"):
+        if len(part.encode()) > MAX_NAME_BYTES:
+            raise ApiError(
+                422, f"path: a component is longer than {MAX_NAME_BYTES} bytes", place="path"
+            )

@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter
 
 from labq.api.deps import AdminDep, StateDep, UserDep
+from labq.api.openapi import answers
 from labq.api.schemas import NameBody
 from labq.store import reading, transaction
 
@@ -20,7 +21,7 @@ def list_labs(state: StateDep, _: UserDep) -> dict[str, Any]:
         return {"labs": [{"name": name} for name in repo.list_labs()]}
 
 
-@router.post("", status_code=201)
+@router.post("", status_code=201, responses=answers(409))
 def add_lab(body: NameBody, state: StateDep, admin: AdminDep) -> dict[str, Any]:
     """Add a lab (admins)."""
     with transaction(state.engine) as repo:

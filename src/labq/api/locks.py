@@ -19,11 +19,13 @@ from pydantic import Field
 from labq.api.deps import CredentialDep, StateDep, UserDep
 from labq.api.errors import ApiError
 from labq.api.events import tell
-from labq.api.schemas import Body, Name
+from labq.api.openapi import answers
+from labq.api.schemas import Body, Name, RowId
 from labq.domain.locktable import Grant, Outcome
 from labq.store import Credential, reading, transaction
 
 router = APIRouter(prefix="/locks", tags=["locks"])
+WAITING = {"description": "waiting for the locks: ask again to keep the place"}
 
 
 class LockRef(Body):
@@ -39,7 +41,7 @@ class AcquireBody(Body):
 
     locks: Annotated[list[LockRef], Field(min_length=1, max_length=100)]
     wait: bool = True
-    set: int | None = None
+    set: RowId | None = None
 
 
 class ReleaseBody(Body):
@@ -47,10 +49,10 @@ class ReleaseBody(Body):
 
     locks: Annotated[list[LockRef], Field(max_length=100)] = Field(default_factory=list)
     all: bool = False
-    set: int | None = None
+    set: RowId | None = None
 
 
-@router.post("/acquire")
+@router.post("/acquire", responses={202: WAITING, **answers(404, 409)})
 def acquire(state: StateDep, found: CredentialDep, body: AcquireBody) -> JSONResponse:
     """Take every lock of ``locks`` for the set, or wait (202) or be refused (409)."""
     set_id = _acting_set(found, body.set)
@@ -68,7 +70,7 @@ def acquire(state: StateDep, found: CredentialDep, body: AcquireBody) -> JSONRes
     return JSONResponse(_waiting_json(set_id, outcome), status_code=202)
 
 
-@router.post("/release")
+@router.post("/release", responses=answers(404, 409))
 def release(state: StateDep, found: CredentialDep, body: ReleaseBody) -> dict[str, Any]:
     """Let go of some locks of the set (or ``all``); waiters they blocked may get theirs."""
     set_id = _acting_set(found, body.set)

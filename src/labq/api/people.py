@@ -16,7 +16,8 @@ from pydantic import Field
 from labq.api.auth import require_admin
 from labq.api.deps import AdminDep, StateDep, UserDep
 from labq.api.errors import ApiError
-from labq.api.schemas import Body, Name, NameBody
+from labq.api.openapi import answers
+from labq.api.schemas import INTEGRAL, Body, Name, NameBody, RowId
 from labq.domain.model import User
 from labq.store import TokenView, reading, transaction
 
@@ -43,7 +44,7 @@ class TokenBody(Body):
 
     name: Name
     user: Name | None = None
-    expires_in: Annotated[int, Field(gt=0, le=10 * 365 * 86400)] | None = Field(
+    expires_in: Annotated[int, Field(gt=0, le=10 * 365 * 86400), INTEGRAL] | None = Field(
         default=None, description="seconds until it stops working; none: never"
     )
 
@@ -88,7 +89,7 @@ def me(user: UserDep) -> dict[str, Any]:
     return user_json(user)
 
 
-@users.post("", status_code=201)
+@users.post("", status_code=201, responses=answers(409))
 def add_user(body: UserBody, state: StateDep, admin: AdminDep) -> dict[str, Any]:
     """Add a user (admins)."""
     with transaction(state.engine) as repo:
@@ -108,7 +109,7 @@ def list_groups(state: StateDep, _: UserDep) -> dict[str, Any]:
     }
 
 
-@groups.post("", status_code=201)
+@groups.post("", status_code=201, responses=answers(409))
 def add_group(body: NameBody, state: StateDep, admin: AdminDep) -> dict[str, Any]:
     """Add a group (admins)."""
     with transaction(state.engine) as repo:
@@ -116,7 +117,7 @@ def add_group(body: NameBody, state: StateDep, admin: AdminDep) -> dict[str, Any
     return {"id": group_id, "name": body.name, "members": []}
 
 
-@groups.post("/{group}/members")
+@groups.post("/{group}/members", responses=answers(404))
 def add_member(group: str, body: MemberBody, state: StateDep, admin: AdminDep) -> dict[str, Any]:
     """Put a user in a group (admins)."""
     with transaction(state.engine) as repo:
@@ -124,7 +125,7 @@ def add_member(group: str, body: MemberBody, state: StateDep, admin: AdminDep) -
     return {"group": group, "user": body.user, "changed": changed}
 
 
-@groups.delete("/{group}/members/{user}")
+@groups.delete("/{group}/members/{user}", responses=answers(404))
 def remove_member(group: str, user: str, state: StateDep, admin: AdminDep) -> dict[str, Any]:
     """Take a user out of a group (admins)."""
     with transaction(state.engine) as repo:
@@ -132,7 +133,7 @@ def remove_member(group: str, user: str, state: StateDep, admin: AdminDep) -> di
     return {"group": group, "user": user, "changed": changed}
 
 
-@tokens.get("")
+@tokens.get("", responses=answers(403, 404))
 def list_tokens(state: StateDep, caller: UserDep, user: str | None = None) -> dict[str, Any]:
     """Your tokens (admins: ``?user=``), revoked and expired ones included."""
     whose = _for_whom(caller, user)
@@ -140,7 +141,7 @@ def list_tokens(state: StateDep, caller: UserDep, user: str | None = None) -> di
         return {"tokens": [token_json(t) for t in repo.list_tokens(whose)]}
 
 
-@tokens.post("", status_code=201)
+@tokens.post("", status_code=201, responses=answers(404))
 def create_token(body: TokenBody, state: StateDep, caller: UserDep) -> dict[str, Any]:
     """A new token; its ``secret`` is shown in this answer only."""
     whose = _for_whom(caller, body.user)
@@ -159,8 +160,8 @@ def create_token(body: TokenBody, state: StateDep, caller: UserDep) -> dict[str,
     }
 
 
-@tokens.delete("/{token_id}")
-def revoke_token(token_id: int, state: StateDep, caller: UserDep) -> dict[str, Any]:
+@tokens.delete("/{token_id}", responses=answers(404))
+def revoke_token(token_id: RowId, state: StateDep, caller: UserDep) -> dict[str, Any]:
     """Revoke a token for good: your own, or (admins) anyone's."""
     with transaction(state.engine) as repo:
         owner = repo.token_owner(token_id)

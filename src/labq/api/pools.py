@@ -12,6 +12,7 @@ from fastapi import APIRouter
 
 from labq.api.deps import AdminDep, StateDep, UserDep
 from labq.api.events import tell
+from labq.api.openapi import answers
 from labq.api.schemas import Body, Name, NameBody, PriorityLabel
 from labq.domain.priority import Priority
 from labq.store import reading, transaction
@@ -54,7 +55,7 @@ def list_pools(state: StateDep, _: UserDep) -> dict[str, Any]:
     }
 
 
-@router.post("", status_code=201)
+@router.post("", status_code=201, responses=answers(409))
 def add_pool(body: NameBody, state: StateDep, admin: AdminDep) -> dict[str, Any]:
     """Add a pool, open to every group until its first rule (admins)."""
     with transaction(state.engine) as repo:
@@ -62,7 +63,7 @@ def add_pool(body: NameBody, state: StateDep, admin: AdminDep) -> dict[str, Any]
     return {"id": pool_id, "name": body.name}
 
 
-@router.post("/{pool}/systems")
+@router.post("/{pool}/systems", responses=answers(404))
 def add_to_pool(pool: str, body: MemberBody, state: StateDep, admin: AdminDep) -> dict[str, Any]:
     """Put a system in the pool (admins)."""
     with transaction(state.engine) as repo:
@@ -72,7 +73,7 @@ def add_to_pool(pool: str, body: MemberBody, state: StateDep, admin: AdminDep) -
     return {"pool": pool, "fqdn": body.fqdn, "changed": changed}
 
 
-@router.delete("/{pool}/systems/{fqdn}")
+@router.delete("/{pool}/systems/{fqdn}", responses=answers(404))
 def remove_from_pool(pool: str, fqdn: str, state: StateDep, admin: AdminDep) -> dict[str, Any]:
     """Take a system out of the pool (admins)."""
     with transaction(state.engine) as repo:
@@ -82,7 +83,7 @@ def remove_from_pool(pool: str, fqdn: str, state: StateDep, admin: AdminDep) -> 
     return {"pool": pool, "fqdn": fqdn, "changed": changed}
 
 
-@router.put("/{pool}/rules/{group}")
+@router.put("/{pool}/rules/{group}", responses=answers(404))
 def set_rule(
     pool: str, group: str, body: RuleBody, state: StateDep, admin: AdminDep
 ) -> dict[str, Any]:
@@ -95,7 +96,7 @@ def set_rule(
     return {"pool": pool, "group": group, "max_priority": body.max_priority}
 
 
-@router.delete("/{pool}/rules/{group}")
+@router.delete("/{pool}/rules/{group}", responses=answers(404))
 def revoke_rule(pool: str, group: str, state: StateDep, admin: AdminDep) -> dict[str, Any]:
     """Remove ``group``'s rule on the pool; the pool stays restricted (admins)."""
     with transaction(state.engine) as repo:

@@ -9,7 +9,8 @@ from pydantic import Field
 
 from labq.api.deps import AdminDep, StateDep, UserDep
 from labq.api.events import tell
-from labq.api.schemas import Body, ConditionLabel, Name, Reason, Scalar
+from labq.api.openapi import answers
+from labq.api.schemas import Attributes, Body, ConditionLabel, Name, Reason
 from labq.domain.model import System
 from labq.domain.states import Condition
 from labq.store import reading, transaction
@@ -23,7 +24,7 @@ class SystemBody(Body):
     fqdn: Name
     lab: Name
     arch: Name = "x86_64"
-    attributes: dict[Name, Scalar] = Field(default_factory=dict)
+    attributes: Attributes = Field(default_factory=dict)
     pools: list[Name] = Field(default_factory=list)
     owner: Name | None = None
     condition: ConditionLabel = "automated"
@@ -54,7 +55,7 @@ def system_json(system: System, reason: str | None = None) -> dict[str, Any]:
     return out
 
 
-@router.get("")
+@router.get("", responses=answers(404))
 def list_systems(
     state: StateDep, _: UserDep, lab: str | None = None, pool: str | None = None
 ) -> dict[str, Any]:
@@ -63,14 +64,14 @@ def list_systems(
         return {"systems": [system_json(s) for s in repo.list_systems(lab=lab, pool=pool)]}
 
 
-@router.get("/{fqdn}")
+@router.get("/{fqdn}", responses=answers(404))
 def show_system(fqdn: str, state: StateDep, _: UserDep) -> dict[str, Any]:
     """One system, with the reason its condition was last set."""
     with reading(state.engine) as repo:
         return system_json(repo.get_system(fqdn), repo.condition_reason(fqdn))
 
 
-@router.get("/{fqdn}/history")
+@router.get("/{fqdn}/history", responses=answers(404))
 def usage_history(fqdn: str, state: StateDep, _: UserDep) -> dict[str, Any]:
     """Every usage and condition the system went through, oldest first (epoch seconds)."""
     with reading(state.engine) as repo:
@@ -90,7 +91,7 @@ def usage_history(fqdn: str, state: StateDep, _: UserDep) -> dict[str, Any]:
     }
 
 
-@router.post("", status_code=201)
+@router.post("", status_code=201, responses=answers(404, 409))
 def add_system(body: SystemBody, state: StateDep, admin: AdminDep) -> dict[str, Any]:
     """Add a system (admins); automated systems become pending for the scheduler."""
     system = System(
@@ -109,7 +110,7 @@ def add_system(body: SystemBody, state: StateDep, admin: AdminDep) -> dict[str, 
     return system_json(added)
 
 
-@router.post("/{fqdn}/condition")
+@router.post("/{fqdn}/condition", responses=answers(404, 409))
 def set_condition(
     fqdn: str, body: ConditionBody, state: StateDep, admin: AdminDep
 ) -> dict[str, Any]:

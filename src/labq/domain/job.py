@@ -26,6 +26,7 @@ from labq.domain.requirements import Requirement
 
 MAX_NAME: Final = 255
 MAX_COMMAND: Final = 64 * 1024
+MAX_SECONDS: Final = 10 * 365 * 24 * 3600  # ten years; also fits an integer column
 
 
 def _read_priority(value: object) -> Priority:
@@ -120,7 +121,7 @@ class TaskSpec(Spec):
     name: Name
     run: Annotated[str, Field(min_length=1, max_length=MAX_COMMAND)] | None = None
     params: dict[Name, ParamValue] = Field(default_factory=dict)
-    timeout: Annotated[int, Field(gt=0)] | None = None
+    timeout: Annotated[int, Field(gt=0, le=MAX_SECONDS)] | None = None
     role: Name | None = None
 
 
@@ -143,7 +144,7 @@ class RecipeSetSpec(Spec):
 
     priority: PriorityField = Priority.NORMAL
     max_retries: Annotated[int, Field(ge=0, le=1000)] = 0
-    max_time: Annotated[int, Field(gt=0)] | None = None
+    max_time: Annotated[int, Field(gt=0, le=MAX_SECONDS)] | None = None
     locks: LocksField = Field(default_factory=dict)
     recipes: Annotated[list[RecipeSpec], Field(min_length=1)]
 

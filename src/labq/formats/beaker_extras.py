@@ -16,7 +16,7 @@ from lxml import etree
 
 from labq.formats.xmltree import XmlDoc
 
-_DIGITS: Final = re.compile(r"[0-9]+")
+_DIGITS: Final = re.compile(r"[0-9]{1,18}")  # longer: past 64 bits
 _RESERVE_WHEN: Final = ("always", "onabort", "onfail", "onwarn")
 _PANIC: Final = ("ignore", "None")
 _BOOLEAN: Final = {"true": True, "1": True, "false": False, "0": False}
@@ -131,7 +131,10 @@ EXTRAS: Final[dict[str, Callable[[XmlDoc, etree._Element], Any]]] = {
 def integer(doc: XmlDoc, el: etree._Element, name: str, text: str, *, least: int = 0) -> int:
     """A whole-number attribute, at least ``least``."""
     if not _DIGITS.fullmatch(text.strip()):
-        raise doc.error(el, f"{name} on <{el.tag}> must be a whole number, not {text!r}")
+        shown = text if len(text) <= 40 else f"{text[:20]}…"
+        raise doc.error(
+            el, f"{name} on <{el.tag}> must be a whole number (18 digits at most), not {shown!r}"
+        )
     value = int(text)
     if value < least:
         raise doc.error(el, f"{name} on <{el.tag}> must be at least {least}, not {value}")

@@ -17,7 +17,7 @@ from labq.domain.priority import Priority
 from labq.formats import beaker_host
 from labq.formats.beaker_extras import EXTRAS, integer
 from labq.formats.origins import Origins
-from labq.formats.source import DocPath
+from labq.formats.source import MAX_DEPTH, DocPath
 from labq.formats.xmltree import XmlDoc, load_xml
 
 RECIPE_SET_TAGS: Final = ("recipeSet", "RecipeSet")
@@ -26,9 +26,9 @@ _RECIPE_METADATA_ATTRS: Final = ("ks_meta", "kernel_options", "kernel_options_po
 _NO_ROLE: Final = "None"  # what Beaker writes for "no role" when it clones a job
 
 
-def parse_beaker(text: str, *, source: str) -> JobSpec:
+def parse_beaker(text: str, *, source: str, max_depth: int = MAX_DEPTH) -> JobSpec:
     """Read a Beaker job XML document into a validated JobSpec, or raise InputError."""
-    doc = load_xml(text, source=source)
+    doc = load_xml(text, source=source, max_depth=max_depth)
     origins = Origins(source)
     return origins.validate(_Reader(doc, origins).job(doc.root))
 

@@ -8,10 +8,12 @@ from typing import Final, Literal
 
 from labq.domain.job import JobSpec
 from labq.errors import InputError
-from labq.formats.source import MAX_DOCUMENT_BYTES, read_document
+from labq.formats.limits import Limits, check_counts
+from labq.formats.source import read_document
 
 Format = Literal["auto", "native", "beaker", "teuthology"]
 FORMATS: Final = ("auto", "native", "beaker", "teuthology")
+DEFAULTS: Final = Limits()
 _TEUTHOLOGY_KEYS: Final = re.compile(r"^(roles|machine_type|suite|os_type|overrides)\s*:", re.M)
 
 
@@ -25,26 +27,34 @@ def detect_format(text: str) -> Format:
     return "native"
 
 
-def parse_job(text: str, *, source: str, fmt: Format = "auto") -> JobSpec:
-    """Parse a job document of any supported format into the canonical model."""
+def parse_job(
+    text: str, *, source: str, fmt: Format = "auto", limits: Limits = DEFAULTS
+) -> JobSpec:
+    """Parse a job document of any supported format into the canonical model, within ``limits``."""
     if fmt == "auto":
         fmt = detect_format(text)
+    spec = _parse(text, source, fmt, limits.depth)
+    check_counts(spec, limits, source=source)
+    return spec
+
+
+def _parse(text: str, source: str, fmt: Format, depth: int) -> JobSpec:
     if fmt == "beaker":
         from labq.formats.beaker_xml import parse_beaker
 
-        return parse_beaker(text, source=source)
+        return parse_beaker(text, source=source, max_depth=depth)
     if fmt == "teuthology":
         from labq.formats.teuthology import parse_teuthology
 
-        return parse_teuthology(text, source=source)
+        return parse_teuthology(text, source=source, max_depth=depth)
     if fmt == "native":
         from labq.formats.native import parse_native
 
-        return parse_native(text, source=source)
+        return parse_native(text, source=source, max_depth=depth)
     raise InputError(f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})")
 
 
-def load_job(path: str | Path, *, fmt: Format = "auto", limit: int = MAX_DOCUMENT_BYTES) -> JobSpec:
-    """Read and parse a job file."""
-    text = read_document(path, limit=limit)
-    return parse_job(text, source=str(path), fmt=fmt)
+def load_job(path: str | Path, *, fmt: Format = "auto", limits: Limits = DEFAULTS) -> JobSpec:
+    """Read and parse a job file, within ``limits`` (its size too)."""
+    text = read_document(path, limit=limits.document_bytes)
+    return parse_job(text, source=str(path), fmt=fmt, limits=limits)

@@ -1,13 +1,17 @@
 """Reading job documents safely, and telling people where they went wrong.
 
-Every reader here refuses oversized input, YAML alias bombs and duplicate keys,
-and keeps a map from document paths to line numbers so that an error found
-later (by validation) can still name the line.
+Every reader here refuses oversized input, YAML alias bombs, duplicate keys,
+documents nested deeper than a limit, numbers beyond 64 bits, non-finite
+floats and NUL characters (no database stores one), and keeps a map from
+document paths to line numbers so that an error found later (by validation)
+can still name the line.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -19,6 +23,10 @@ from labq.errors import InputError
 
 MAX_DOCUMENT_BYTES: Final = 1024 * 1024
 MAX_YAML_NODES: Final = 100_000
+MAX_DEPTH: Final = 64  # the default of ``limits.depth``
+INT64: Final = 2**63
+_MAX_DIGITS: Final = 24  # longer numerals are refused before Python converts them
+_JSON_NESTING: Final = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 
 DocPath = tuple[str | int, ...]
 
@@ -81,9 +89,19 @@ def format_path(path: DocPath) -> str:
 # --- YAML and JSON -----------------------------------------------------------
 
 
-def load_yaml(text: str, *, source: str) -> tuple[Any, LineMap]:
+def load_yaml(text: str, *, source: str, max_depth: int = MAX_DEPTH) -> tuple[Any, LineMap]:
     """Parse one YAML document into plain data and a line map."""
-    loader = yaml.SafeLoader(text)
+    data, lines = _yaml_tree(text, source, max_depth)
+    _check_values(data, (), source, lines)
+    return data, lines
+
+
+def _yaml_tree(text: str, source: str, max_depth: int) -> tuple[Any, LineMap]:
+    try:
+        loader = _Loader(text, max_depth)
+    except yaml.reader.ReaderError as exc:
+        at = text.count("\n", 0, exc.position) + 1
+        raise InputError(_reader_problem(exc), source=source, line=at) from None
     try:
         node = loader.get_single_node()
         if node is None:
@@ -92,6 +110,10 @@ def load_yaml(text: str, *, source: str) -> tuple[Any, LineMap]:
         lines = LineMap()
         _map_lines(node, (), lines, source)
         data = loader.construct_document(node)
+    except _TooDeepError as exc:
+        raise _too_deep(max_depth, source, exc.line) from None
+    except yaml.reader.ReaderError as exc:
+        raise InputError(_reader_problem(exc), source=source) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
@@ -104,19 +126,132 @@ def load_yaml(text: str, *, source: str) -> tuple[Any, LineMap]:
     return data, lines
 
 
-def load_json(text: str, *, source: str) -> tuple[Any, LineMap]:
+def load_json(text: str, *, source: str, max_depth: int = MAX_DEPTH) -> tuple[Any, LineMap]:
     """Parse a JSON document; lines come from reading it again as YAML where that works."""
+    _check_json_depth(text, max_depth, source)
     try:
-        data = json.loads(text, object_pairs_hook=_unique_keys)
+        data = json.loads(text, object_pairs_hook=_unique_keys, parse_int=_json_int)
     except json.JSONDecodeError as exc:
         raise InputError(f"malformed JSON: {exc.msg}", source=source, line=exc.lineno) from None
     except _DuplicateKeyError as exc:
         raise InputError(f"duplicate key {exc.key!r}", source=source) from None
+    except _NumberError as exc:
+        raise InputError(exc.problem, source=source, line=_line_of(text, exc.numeral)) from None
     try:
-        _, lines = load_yaml(text, source=source)
+        # Characters YAML refuses (C0/C1 controls) may sit in JSON strings; the lines stay put.
+        printable = yaml.reader.Reader.NON_PRINTABLE.sub("?", text)
+        _, lines = _yaml_tree(printable, source, max_depth)
     except InputError:
         lines = LineMap()
+    _check_values(data, (), source, lines)
     return data, lines
+
+
+class _TooDeepError(Exception):
+    def __init__(self, line: int):
+        super().__init__(line)
+        self.line = line
+
+
+class _NumberError(ValueError):
+    def __init__(self, numeral: str):
+        shown = numeral if len(numeral) <= 30 else f"{numeral[:12]}…({len(numeral)} digits)"
+        self.numeral = numeral
+        self.problem = f"the number {shown} is out of range (64-bit integers at most)"
+        super().__init__(self.problem)
+
+
+class _Loader(yaml.SafeLoader):
+    """The safe loader, refusing nesting past ``max_depth`` before it recurses into it,
+    and numerals too long to be 64-bit integers before Python converts them."""
+
+    def __init__(self, text: str, max_depth: int):
+        super().__init__(text)
+        self.max_depth = max_depth
+        self.depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        self.depth += 1
+        try:
+            if self.depth > self.max_depth:
+                event = self.peek_event()  # type: ignore[no-untyped-call]
+                raise _TooDeepError(event.start_mark.line + 1)
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        numeral = str(node.value).replace("_", "")
+        if len(numeral) > _MAX_DIGITS:
+            raise yaml.constructor.ConstructorError(
+                None, None, _NumberError(numeral).problem, node.start_mark
+            )
+        return super().construct_yaml_int(node)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
+
+
+def _reader_problem(exc: yaml.reader.ReaderError) -> str:
+    code = ord(exc.character) if isinstance(exc.character, str) else exc.character
+    return f"the character U+{code:04X} is not allowed in YAML"
+
+
+def _too_deep(limit: int, source: str, line: int | None) -> InputError:
+    return InputError(
+        f"the document is nested deeper than the limit of {limit} levels (limits.depth)",
+        source=source,
+        line=line,
+    )
+
+
+def _check_json_depth(text: str, limit: int, source: str) -> None:
+    """Refuse JSON nested past ``limit`` before the recursive parser meets it."""
+    depth = 0
+    for token in _JSON_NESTING.finditer(text):
+        kind = token.group()
+        if kind in "[{":
+            depth += 1
+            if depth > limit:
+                raise _too_deep(limit, source, text.count("\n", 0, token.start()) + 1)
+        elif kind in "]}":
+            depth -= 1
+
+
+def _json_int(numeral: str) -> int:
+    if len(numeral.lstrip("-")) > _MAX_DIGITS:
+        raise _NumberError(numeral)
+    return int(numeral)
+
+
+def _line_of(text: str, numeral: str) -> int | None:
+    found = text.find(numeral)
+    return None if found < 0 else text.count("\n", 0, found) + 1
+
+
+def _check_values(data: Any, path: DocPath, source: str, lines: LineMap) -> None:
+    """Refuse what no database stores: NUL characters, numbers past 64 bits, NaN, infinity."""
+    problem = None
+    if isinstance(data, str) and "\x00" in data:
+        problem = "must not contain a NUL character"
+    elif isinstance(data, bool):
+        return
+    elif isinstance(data, int) and not -INT64 <= data < INT64:
+        problem = _NumberError(str(data)).problem
+    elif isinstance(data, float) and not math.isfinite(data):
+        problem = f"must be a finite number, not {data}"
+    elif isinstance(data, Mapping):
+        for key, value in data.items():
+            if isinstance(key, str) and "\x00" in key:
+                problem = f"the key {key!r} must not contain a NUL character"
+                break
+            _check_values(value, (*path, str(key)), source, lines)
+    elif isinstance(data, list):
+        for index, item in enumerate(data):
+            _check_values(item, (*path, index), source, lines)
+    if problem is not None:
+        place = format_path(path)
+        raise InputError(problem, source=source, place=place, line=lines.line_of(path))
 
 
 class _DuplicateKeyError(ValueError):

@@ -18,7 +18,7 @@ from labq.domain.job import JobSpec
 from labq.domain.priority import Priority
 from labq.errors import InputError
 from labq.formats.origins import Origins
-from labq.formats.source import DocPath, LineMap, format_path, load_yaml
+from labq.formats.source import MAX_DEPTH, DocPath, LineMap, format_path, load_yaml
 from labq.formats.teuthology_tasks import TaskReader
 
 # (lowest number of the band, level); teuthology-suite's default is 1000
@@ -41,9 +41,9 @@ def priority_level(number: int) -> Priority:
     raise ValueError(f"priority must be at least 1, not {number}")
 
 
-def parse_teuthology(text: str, *, source: str) -> JobSpec:
+def parse_teuthology(text: str, *, source: str, max_depth: int = MAX_DEPTH) -> JobSpec:
     """Read a teuthology job document into a validated JobSpec, or raise InputError."""
-    data, lines = load_yaml(text, source=source)
+    data, lines = load_yaml(text, source=source, max_depth=max_depth)
     origins = Origins(source)
     reader = _Reader(source, lines, origins)
     return origins.validate(reader.job(data))

@@ -16,6 +16,7 @@ from typing import Final
 from lxml import etree
 
 from labq.errors import InputError
+from labq.formats.source import MAX_DEPTH
 
 # Comments and CDATA may mention "<!DOCTYPE" harmlessly; skip over them.
 _DECLARATION: Final = re.compile(
@@ -36,8 +37,8 @@ def _parser() -> etree.XMLParser:
     )
 
 
-def load_xml(text: str, *, source: str) -> XmlDoc:
-    """Parse an XML document that declares no DTD and no entity."""
+def load_xml(text: str, *, source: str, max_depth: int = MAX_DEPTH) -> XmlDoc:
+    """Parse an XML document that declares no DTD and no entity, nested ``max_depth`` at most."""
     for found in _DECLARATION.finditer(text):
         if found.group(1):
             line = text.count("\n", 0, found.start()) + 1
@@ -52,7 +53,21 @@ def load_xml(text: str, *, source: str) -> XmlDoc:
     except etree.XMLSyntaxError as exc:
         message = _POSITION.sub(r" (column \1)", str(exc.msg))
         raise InputError(f"malformed XML: {message}", source=source, line=exc.lineno) from None
-    return XmlDoc(root, source=source)
+    doc = XmlDoc(root, source=source)
+    _check_depth(doc, max_depth)
+    return doc
+
+
+def _check_depth(doc: XmlDoc, limit: int) -> None:
+    """Refuse elements nested past ``limit`` (the readers recurse once per level)."""
+    pending = [(doc.root, 1)]
+    while pending:
+        el, depth = pending.pop()
+        if depth > limit:
+            raise doc.error(
+                el, f"the document is nested deeper than the limit of {limit} levels (limits.depth)"
+            )
+        pending.extend((child, depth + 1) for child in el)
 
 
 class XmlDoc:

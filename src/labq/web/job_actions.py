@@ -14,7 +14,7 @@ from fastapi.responses import RedirectResponse
 
 from labq.api import jobs as api_jobs
 from labq.api.deps import StateDep
-from labq.api.schemas import PriorityLabel
+from labq.api.schemas import PriorityLabel, RowId
 from labq.formats.loader import FORMATS, Format
 from labq.web.jobs import job_page
 from labq.web.rendering import PREFIX, page
@@ -35,7 +35,7 @@ FORMAT_NAMES: Final = {
 @router.post("/jobs/{job_id}/cancel")
 def cancel(
     request: Request,
-    job_id: int,
+    job_id: RowId,
     app: StateDep,
     session: FormSessionDep,
     reason: Annotated[str, Form(max_length=REASON_LIMIT)] = "",
@@ -56,7 +56,7 @@ def cancel(
 @router.post("/jobs/{job_id}/priority")
 def change_priority(
     request: Request,
-    job_id: int,
+    job_id: RowId,
     app: StateDep,
     session: FormSessionDep,
     priority: Annotated[PriorityLabel, Form()],
@@ -107,7 +107,7 @@ def submit(
     if fmt not in FORMATS:
         return _submit_page(request, status=422, error=f"unknown format {fmt!r}")
     chosen: Format = next(f for f in get_args(Format) if f == fmt)
-    # The guard has already capped the whole request at server.max_body_bytes.
+    # The guard has already capped the whole request at limits.document_bytes.
     data = job_file.file.read()
     try:
         answer = api_jobs.submit_job(app, session.user, data, None, chosen)

@@ -18,6 +18,7 @@ from labq.api import jobs as api_jobs
 from labq.api.auth import may_change_job
 from labq.api.deps import AppState, StateDep
 from labq.api.jobviews import log_files
+from labq.api.schemas import RowId
 from labq.domain.priority import Priority
 from labq.domain.states import RecipeState
 from labq.store import HistoryEntry, JobView, RecipeSetView, RecipeView, reading
@@ -177,21 +178,21 @@ def jobs_list(
 
 @router.get("/jobs/{job_id}")
 def show_job(
-    request: Request, job_id: int, app: StateDep, session: SessionDep, note: str | None = None
+    request: Request, job_id: RowId, app: StateDep, session: SessionDep, note: str | None = None
 ) -> Response:
     """One job: sets and attempts, recipes, tasks, results, logs, history."""
     return job_page(request, app, session, job_id, note=NOTES.get(note or ""))
 
 
 @router.get("/jobs/{job_id}/live")
-def job_live(job_id: int, app: StateDep, session: SessionDep) -> Response:
+def job_live(job_id: RowId, app: StateDep, session: SessionDep) -> Response:
     """The changing part of the job page alone, for its live updates."""
     return fragment("job_live.html", view=load_job_page(app, job_id))
 
 
 @router.get("/jobs/{job_id}/logs/file")
 def job_log(
-    job_id: int, app: StateDep, session: SessionDep, path: Annotated[str, Query(min_length=1)]
+    job_id: RowId, app: StateDep, session: SessionDep, path: Annotated[str, Query(min_length=1)]
 ) -> Response:
     """One of the job's log files as plain text, checked exactly as the API checks it."""
     answer = api_jobs.get_log(job_id, app, session.user, path)
@@ -201,7 +202,7 @@ def job_log(
 
 
 @router.get("/recipes/{recipe_id}")
-def recipe_link(recipe_id: int, app: StateDep, session: SessionDep) -> Response:
+def recipe_link(recipe_id: RowId, app: StateDep, session: SessionDep) -> Response:
     """A recipe's place on its job's page."""
     with reading(app.engine) as repo:
         set_id = repo.get_recipe(recipe_id).recipe_set_id

@@ -1,0 +1,111 @@
+"""The errors each operation answers, as ``/openapi.json`` lists them.
+
+Most come from what a route depends on, so they are derived here once: every
+request may be refused by the guard (400 for a NUL in the URL, 413 for a body
+over the limit) and by :func:`~labq.api.deps.strict_query` (422 for an unknown
+query parameter); a token makes 401 possible, an admin or a write 403 (a recipe
+set's token may not write). What a handler refuses itself (404, 409, …) it
+declares with :func:`answers`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from fastapi import APIRouter, FastAPI
+from fastapi.routing import APIRoute
+
+from labq.api.auth import READ_METHODS
+from labq.api.deps import admin, credential, dependants
+from labq.api.schemas import NUL_FREE
+
+WHEN: Final[dict[int, str]] = {
+    400: "the body is not valid JSON, or the URL holds a NUL character",
+    401: "no valid token",
+    403: "not allowed for this caller",
+    404: "no such thing",
+    409: "it exists already, or the state changed under the request",
+    413: "the body is over limits.document_bytes",
+    415: "the job document's Content-Type names no format",
+    422: "a parameter or the body is invalid (the answer names the place)",
+    503: "the database does not answer",
+}
+_FASTAPI_422: Final = "Validation Error"
+ERROR_SCHEMA: Final = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["status", "message"],
+            "properties": {
+                "status": {"type": "integer"},
+                "message": {"type": "string"},
+                "place": {"type": "string"},
+                "line": {"type": "integer"},
+            },
+        }
+    },
+}
+
+
+def answers(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """``responses=`` for the errors a handler raises itself."""
+    return {code: _error(code) for code in codes}
+
+
+def document_errors(router: APIRouter) -> None:
+    """Add to each route of ``router`` the errors its dependencies and parameters give."""
+    for route in router.routes:
+        if isinstance(route, APIRoute) and route.include_in_schema:
+            for code in sorted(_derived(route)):
+                route.responses.setdefault(code, _error(code))
+
+
+def install(app: FastAPI) -> None:
+    """Serve the document without FastAPI's own 422 and its schemas (ours replaces it), and
+    with every text parameter NUL-free, as the guard has it."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            document = generate()
+            for item in document.get("paths", {}).values():
+                for operation in item.values():
+                    if operation["responses"].get("422", {}).get("description") == _FASTAPI_422:
+                        del operation["responses"]["422"]
+                    for parameter in operation.get("parameters", []):
+                        _nul_free(parameter.get("schema", {}))
+            for name in ("HTTPValidationError", "ValidationError"):
+                document.get("components", {}).get("schemas", {}).pop(name, None)
+            app.openapi_schema = document
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _nul_free(schema: dict[str, Any]) -> None:
+    if schema.get("type") == "string" and "pattern" not in schema and "enum" not in schema:
+        schema["pattern"] = NUL_FREE
+    for option in schema.get("anyOf", []):
+        _nul_free(option)
+
+
+def _derived(route: APIRoute) -> set[int]:
+    # The guard's 400 and 413 come before any route; strict_query's 422 on every route.
+    codes = {400, 413, 422}
+    calls = {d.call for d in dependants(route.dependant)}
+    if credential in calls:
+        codes.add(401)
+        if not (route.methods or set()) <= READ_METHODS:
+            codes.add(403)  # a recipe set's token may not write
+    if admin in calls:
+        codes.add(403)
+    return codes
+
+
+def _error(code: int) -> dict[str, Any]:
+    return {
+        "description": WHEN[code],
+        "content": {"application/json": {"schema": ERROR_SCHEMA}},
+    }

@@ -1,0 +1,53 @@
+"""How big a job may be: the ``limits:`` section of the settings, and the check of a job.
+
+A document over ``document_bytes`` is refused before it is read (413 from the
+API); one nested deeper than ``depth`` is refused while it is parsed; a parsed
+job with too many sets, recipes in a set or tasks in a recipe is refused naming
+the limit and the place (422). ``labq validate`` applies the same limits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from labq.domain.job import JobSpec
+from labq.errors import InputError
+from labq.formats.source import MAX_DEPTH, MAX_DOCUMENT_BYTES
+
+
+class Limits(BaseModel):
+    """The ``limits:`` settings; every one is a hard refusal, never a truncation."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    document_bytes: Annotated[int, Field(gt=0, le=64 * 1024 * 1024)] = MAX_DOCUMENT_BYTES
+    # the parsers recurse once per level: past a few hundred, Python's stack would not do
+    depth: Annotated[int, Field(ge=8, le=200)] = MAX_DEPTH
+    sets_per_job: Annotated[int, Field(ge=1)] = 100
+    recipes_per_set: Annotated[int, Field(ge=1)] = 50
+    tasks_per_recipe: Annotated[int, Field(ge=1)] = 500
+
+
+def check_counts(spec: JobSpec, limits: Limits, *, source: str) -> None:
+    """Refuse a job with more sets, recipes in a set or tasks in a recipe than allowed."""
+    for count, name, what, place in _counts(spec):
+        limit: int = getattr(limits, name)
+        if count > limit:
+            raise InputError(
+                f"{count} {what} is more than the limit of {limit} (limits.{name})",
+                source=source,
+                place=place,
+            )
+
+
+def _counts(spec: JobSpec) -> Iterator[tuple[int, str, str, str]]:
+    """(count, limit's name, what is counted, place) for every count a limit bounds."""
+    yield len(spec.recipe_sets), "sets_per_job", "recipe sets", "recipe_sets"
+    for i, rset in enumerate(spec.recipe_sets):
+        place = f"recipe_sets[{i}].recipes"
+        yield len(rset.recipes), "recipes_per_set", "recipes", place
+        for j, recipe in enumerate(rset.recipes):
+            yield len(recipe.tasks), "tasks_per_recipe", "tasks", f"{place}[{j}].tasks"

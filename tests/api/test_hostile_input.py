@@ -1,0 +1,201 @@
+"""Input built to break the server gets a 4xx naming the place, on SQLite and PostgreSQL.
+
+Each case here was a 500 once: an id past the column's range, a document with a
+NUL, C1 controls, 30,000 levels of nesting or a 5,000-digit number, a log path
+no file system holds.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from labq.store import transaction
+from tests.api.conftest import API, Lab, submit
+
+HUGE = [2**31, 2**63]
+# (method, url with {n}, JSON body, the place the answer must name)
+ID_ROUTES: list[tuple[str, str, dict[str, Any] | None, str]] = [
+    ("GET", "/jobs/{n}", None, "job_id"),
+    ("GET", "/jobs/{n}/history", None, "job_id"),
+    ("GET", "/jobs/{n}/results", None, "job_id"),
+    ("GET", "/jobs/{n}/logs", None, "job_id"),
+    ("GET", "/jobs/{n}/logs/file?path=x", None, "job_id"),
+    ("POST", "/jobs/{n}/cancel", None, "job_id"),
+    ("POST", "/jobs/{n}/priority", {"priority": "low"}, "job_id"),
+    ("DELETE", "/filters/{n}", None, "filter_id"),
+    ("DELETE", "/tokens/{n}", None, "token_id"),
+    ("POST", "/locks/release", {"all": True}, "set"),
+    ("POST", "/locks/acquire", {"locks": [{"level": "system", "name": "s"}]}, "set"),
+    ("GET", "/jobs?offset={n}", None, "offset"),
+]
+TASK = {"name": "t", "run": "true"}
+
+
+def _send(lab: Lab, method: str, url: str, **kw: Any) -> Any:
+    return lab.client.request(method, API + url, headers=lab.auth("root"), **kw)
+
+
+def _post_job(lab: Lab, text: str | bytes, media: str = "application/yaml") -> Any:
+    headers = {**lab.auth("root"), "Content-Type": media}
+    return lab.client.post(f"{API}/jobs", content=text, headers=headers)
+
+
+def _json_job(**fields: Any) -> str:
+    job = {"recipe_sets": [{"recipes": [{"tasks": [TASK]}]}], **fields}
+    return json.dumps(job, ensure_ascii=False)
+
+
+def _refused(answer: Any, status: int, *words: str) -> dict[str, Any]:
+    assert answer.status_code == status, answer.text
+    error: dict[str, Any] = answer.json()["error"]
+    for word in words:
+        assert word in error["message"]
+    return error
+
+
+@pytest.mark.parametrize("n", HUGE)
+@pytest.mark.parametrize(("method", "url", "body", "place"), ID_ROUTES, ids=lambda v: str(v))
+def test_an_id_past_the_column_is_422_naming_it(
+    any_lab: Lab, method: str, url: str, body: dict[str, Any] | None, place: str, n: int
+) -> None:
+    submit(any_lab, "root")
+    before = any_lab.activity()
+    sent = None if body is None else {**body, "set": n}
+    answer = _send(any_lab, method, url.format(n=n), json=sent)
+    error = _refused(answer, 422, place, "2147483647")
+    assert error["place"] == place
+    assert any_lab.activity() == before
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "words"),
+    [
+        ('recipe_sets:\n  - recipes: [{tasks: [{name: t, run: "a\x00"}]}]\n', 2, ["U+0000"]),
+        ('recipe_sets:\n  - recipes: [{tasks: [{name: t, run: "a\\0"}]}]\n', 2, ["NUL"]),
+        ("recipe_sets: " + "[" * 30_000 + "]" * 30_000 + "\n", 1, ["limits.depth", "64"]),
+        ("recipe_sets: []\nmetadata: {n: " + "9" * 5000 + "}\n", 2, ["5000 digits"]),
+        ("recipe_sets: []\nmetadata: {n: 9223372036854775808}\n", 2, ["64-bit"]),
+        ("recipe_sets: []\nmetadata: {n: .nan}\n", 2, ["finite"]),
+    ],
+    ids=["nul", "escaped-nul", "deep", "digits", "past-int64", "nan"],
+)
+def test_hostile_yaml_is_422_with_its_line(
+    any_lab: Lab, text: str, line: int, words: list[str]
+) -> None:
+    error = _refused(_post_job(any_lab, text), 422, *words)
+    assert error["line"] == line
+    assert any_lab.get("/jobs").json()["total"] == 0
+
+
+@pytest.mark.parametrize(
+    ("text", "words", "place"),
+    [
+        (_json_job(whiteboard="a\x00b"), ["NUL"], "whiteboard"),
+        ('{"recipe_sets": ' + "[" * 30_000 + "]" * 30_000 + "}", ["limits.depth"], None),
+        ('{"recipe_sets": [], "metadata": {"n": ' + "9" * 5000 + "}}", ["5000 digits"], None),
+        ('{"recipe_sets": [], "metadata": {"n": NaN}}', ["finite"], "metadata.n"),
+        ('{"recipe_sets": [], "metadata": {"n": 1e999}}', ["finite"], "metadata.n"),
+    ],
+    ids=["nul", "deep", "digits", "nan", "infinity"],
+)
+def test_hostile_json_is_422_naming_the_place(
+    any_lab: Lab, text: str, words: list[str], place: str | None
+) -> None:
+    error = _refused(_post_job(any_lab, text, "application/json"), 422, *words)
+    assert error["line"] == 1
+    if place is not None:
+        assert error["place"] == place
+    assert any_lab.get("/jobs").json()["total"] == 0
+
+
+@pytest.mark.parametrize("code", range(0x7F, 0xA0))
+def test_json_with_c1_controls_is_a_job(any_lab: Lab, code: int) -> None:
+    """Valid JSON that YAML cannot re-read (for line numbers) is still a job."""
+    answer = _post_job(any_lab, _json_job(whiteboard=f"a{chr(code)}b"), "application/json")
+    assert answer.status_code == 201, answer.text
+    assert any_lab.get(f"/jobs/{answer.json()['id']}").json()["whiteboard"] == f"a{chr(code)}b"
+
+
+@pytest.mark.parametrize("field", ["timeout", "max_time"])
+def test_seconds_past_ten_years_are_422(any_lab: Lab, field: str) -> None:
+    task = {**TASK, "timeout": 2**31} if field == "timeout" else TASK
+    rset: dict[str, Any] = {"recipes": [{"tasks": [task]}]}
+    if field == "max_time":
+        rset["max_time"] = 2**31
+    answer = _post_job(any_lab, json.dumps({"recipe_sets": [rset]}), "application/json")
+    assert _refused(answer, 422, "315360000")["place"].endswith(field)
+
+
+@pytest.mark.parametrize(
+    ("method", "url", "body", "place"),
+    [
+        ("POST", "/labs", {"name": "a\x00b"}, "name"),
+        (
+            "POST",
+            "/systems",
+            {"fqdn": "s9", "lab": "lab1", "attributes": {"k": "\x00"}},
+            "attributes",
+        ),
+        ("POST", "/filters", {"action": "accept", "predicates": ["owner=\x00"]}, "predicates"),
+        ("POST", "/filters", {"action": "rate-limit", "rate": 2**31}, "rate"),
+    ],
+    ids=["name", "attribute", "predicate", "rate"],
+)
+def test_body_values_no_database_stores_are_422(
+    any_lab: Lab, method: str, url: str, body: dict[str, Any], place: str
+) -> None:
+    before = any_lab.activity()
+    error = _refused(_send(any_lab, method, url, json=body), 422)
+    assert error["place"].startswith(place)
+    assert any_lab.activity() == before
+
+
+@pytest.mark.parametrize(
+    ("url", "place"),
+    [
+        ("/systems/s1%00.lab", "path"),
+        ("/jobs?owner=a%00b", "owner"),
+        ("/jobs/1/logs/file?path=logs%00/x", "path"),
+    ],
+)
+def test_a_nul_in_the_url_is_400_naming_where(any_lab: Lab, url: str, place: str) -> None:
+    submit(any_lab)
+    error = _refused(_send(any_lab, "GET", url), 400, "NUL")
+    assert error["place"] == place
+
+
+def test_log_path_too_long_for_the_file_system_is_refused(any_lab: Lab) -> None:
+    job = submit(any_lab)
+    folder = any_lab.data_dir / "logs" / "set-1"
+    folder.mkdir(parents=True)
+    with transaction(any_lab.engine) as repo:
+        repo.set_log_dir(repo.load_job(job).sets[0].recipes[0].id, str(folder))
+    long_name = _refused(any_lab.get(f"/jobs/{job}/logs/file", path="logs/set-1/" + "a" * 300), 422)
+    assert long_name["place"] == "path"
+    assert "255 bytes" in long_name["message"]
+    deep = "logs/set-1/" + "/".join(["d" * 200] * 21)  # each part fits; the whole does not
+    assert any_lab.get(f"/jobs/{job}/logs/file", path=deep).status_code == 422
+    # under PATH_MAX itself, past it once joined to the data directory: no such file
+    joined = "logs/set-1/" + "/".join(["d" * 200] * 20)
+    assert any_lab.get(f"/jobs/{job}/logs/file", path=joined).status_code == 404
+
+
+def test_405_names_every_method_the_path_answers(lab: Lab) -> None:
+    answer = _send(lab, "PUT", "/jobs")
+    assert answer.status_code == 405
+    assert answer.headers["allow"] == "GET, POST"
+    assert answer.json()["error"]["message"] == (
+        "PUT is not allowed on /api/v1/jobs; it answers GET, POST"
+    )
+    assert _send(lab, "PATCH", "/jobs/1").headers["allow"] == "GET"
+
+
+@pytest.mark.parametrize(("value", "status"), [(3600.0, 201), (3600.5, 422), (True, 422)])
+def test_an_integral_float_is_an_integer_as_the_schema_says(
+    lab: Lab, value: object, status: int
+) -> None:
+    answer = _send(lab, "POST", "/tokens", json={"name": "ci", "expires_in": value})
+    assert answer.status_code == status, answer.text

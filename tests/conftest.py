@@ -1,0 +1,66 @@
+"""What tests of several layers share: a PostgreSQL server with a migrated template.
+
+PostgreSQL: migrated once into ``labq_template_<pid>``; each test that asks gets
+a fresh ``CREATE DATABASE … TEMPLATE`` copy, dropped afterwards. No server:
+skipped on a laptop, failed under ``CI=true``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from sqlalchemy import URL, Engine, create_engine, make_url, text
+from sqlalchemy.exc import OperationalError
+
+from labq.store import upgrade
+
+PG_URL = os.environ.get("LABQ_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+_copies = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[tuple[Engine, str]]:
+    """An AUTOCOMMIT engine on the server and the name of the migrated template."""
+    admin = create_engine(
+        make_url(PG_URL).set(drivername="postgresql+psycopg"), isolation_level="AUTOCOMMIT"
+    )
+    try:
+        with admin.connect() as conn:
+            conn.execute(text("SELECT 1"))
+    except OperationalError as exc:
+        admin.dispose()
+        message = f"no PostgreSQL at {PG_URL}: {exc.orig}"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    template = f"labq_template_{os.getpid()}"
+    drop_database(admin, template)
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{template}"'))
+    upgrade(admin.url.set(database=template))
+    yield admin, template
+    drop_database(admin, template)
+    admin.dispose()
+
+
+@contextmanager
+def pg_copy(server: tuple[Engine, str]) -> Iterator[URL]:
+    """A fresh copy of the template for one test; its URL, dropped afterwards."""
+    admin, template = server
+    name = f"labq_test_{os.getpid()}_{next(_copies)}"
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}" TEMPLATE "{template}"'))
+    try:
+        yield admin.url.set(database=name)
+    finally:
+        drop_database(admin, name)
+
+
+def drop_database(admin: Engine, name: str) -> None:
+    """Drop a database, whoever is still connected to it."""
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
