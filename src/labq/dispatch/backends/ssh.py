@@ -11,8 +11,8 @@ variables travel over the session's standard input, never on a command line and
 never in a file on the host; the input then stays open, and a watcher on the
 host kills the task's group as soon as it closes — when the supervisor dies or
 its connection breaks — so a set's tasks never outlive their supervisor there.
-Output streams back into the local task log as it comes, with secrets masked; ``collect_logs`` copies the workspace's ``logs/``
-directory back by SFTP.
+Output streams back into the local task log as it comes, with secrets masked;
+``collect_logs`` copies the workspace's ``logs/`` directory back by SFTP.
 
 The host needs a POSIX ``sh`` as the login shell of the user, and ``rm``,
 ``mkdir``, ``cat``, ``kill``, ``sleep`` — nothing else.
