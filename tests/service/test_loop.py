@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -148,4 +148,26 @@ def test_a_restarted_service_carries_on_from_the_database(engine):
     with transaction(engine) as repo:
         (rs,) = repo.load_job(waiting_job).sets
         assert again.started == [rs.id]  # nothing lost, nothing started twice
+    service.stop()
+
+
+def test_a_change_stamped_by_a_clock_ahead_of_the_schedulers_needs_no_rebuild(engine, caplog):
+    dispatcher = RecordingDispatcher()
+    service = make_service(engine, dispatcher)
+    add_systems(engine, service, "a")
+    with transaction(engine) as repo:  # the API's clock is a little ahead of the scheduler's
+        repo.set_condition("a", Condition.BROKEN, now=NOW + timedelta(milliseconds=1), actor="t")
+    service.condition_changed("a")
+    job_id = submit(engine, service, recipes=1)
+    with transaction(engine) as repo:
+        repo.set_condition("a", Condition.AUTOMATED, now=NOW + timedelta(milliseconds=2), actor="t")
+    service.condition_changed("a")
+    service.drain()
+    with transaction(engine) as repo:
+        (rs,) = repo.load_job(job_id).sets
+        assert rs.recipes[0].state is RecipeState.SCHEDULED
+        rows = repo.usage_history("a")
+    assert dispatcher.started == [rs.id]
+    assert [r.end for r in rows[:-1]] == [r.start for r in rows[1:]]
+    assert "rebuilding" not in caplog.text
     service.stop()
