@@ -23,8 +23,13 @@ def retry_decision(
     """
     if not aborted_on or any(r.state is RecipeState.CANCELLED for r in entry.recipes):
         return None
-    if entry.attempt - 1 >= min(entry.max_retries, s.config.retry_hard_limit):
+    if entry.attempt - 1 >= entry.max_retries:
         return None
+    if entry.attempt - 1 >= s.config.retry_hard_limit:  # said, so nobody waits for a retry
+        limit = s.config.retry_hard_limit
+        return d.SetError(
+            entry.id, f"not re-scheduled: the retry limit is reached (retry.hard_limit = {limit})"
+        )
     excluded: dict[int, frozenset[str]] = {}
     problems = []
     for recipe in entry.recipes:

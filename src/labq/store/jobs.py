@@ -18,6 +18,7 @@ from labq.domain.priority import Priority
 from labq.domain.states import FINAL_RECIPE_STATES, RecipeState, derived_state
 from labq.errors import InputError, NotFoundError
 from labq.store.columns import values_of
+from labq.store.jobstate import job_states
 from labq.store.loading import TASK_FIELDS, JobLoader
 from labq.store.moves import RecipeMoves
 from labq.store.people import PeopleStore
@@ -30,7 +31,7 @@ from labq.store.tables import (
     RecipeSets,
     Tasks,
 )
-from labq.store.views import JobView, current_attempts
+from labq.store.views import JobView
 
 
 class JobStore(PeopleStore, RecipeMoves, JobLoader):
@@ -70,14 +71,10 @@ class JobStore(PeopleStore, RecipeMoves, JobLoader):
 
     def job_state(self, job_id: int) -> RecipeState:
         """A job's state, derived from the recipes of each set's latest attempt."""
-        sets = self.conn.execute(
-            select(RecipeSets.id, RecipeSets.retry_of).where(RecipeSets.job_id == job_id)
-        ).all()
-        if not sets:
+        found = job_states(self.conn, [job_id])
+        if job_id not in found:
             raise NotFoundError(f"no job {job_id}")
-        current = [s.id for s in current_attempts(sets, key=lambda s: (s.id, s.retry_of))]
-        states = select(Recipes.state).where(Recipes.recipe_set_id.in_(current))
-        return self._derive(states, f"job {job_id}")
+        return found[job_id]
 
     def cancel_job(
         self, job_id: int, *, actor: str, now: datetime, reason: str | None = None

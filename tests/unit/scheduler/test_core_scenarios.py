@@ -202,6 +202,15 @@ def test_no_retry_when_no_other_system_fits_and_the_error_says_why():
     assert "no other system" in entry.error
 
 
+def test_the_hard_limit_stops_retries_and_the_error_says_so():
+    scenario = retry_scenario(3, lab_size=4, abort_on=("s1.lab1", "s2.lab1", "s3.lab1"))
+    scenario["config"]["retry"]["hard_limit"] = 1
+    result = run(scenario)
+    assert len(rows(result, "flaky")) == 2  # the first try and one retry
+    last = max((s for s in result.world.sets.values() if s.job == "flaky"), key=lambda s: s.id)
+    assert last.error == "not re-scheduled: the retry limit is reached (retry.hard_limit = 1)"
+
+
 def test_failed_tests_and_cancelled_sets_are_not_retried():
     scenario = retry_scenario(3)
     scenario["jobs"][0]["recipe_sets"][0]["recipes"][0]["outcome"] = "fail"
