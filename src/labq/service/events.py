@@ -11,7 +11,7 @@ from labq.scheduler.core import Scheduler
 from labq.scheduler.restore import offer
 from labq.service import bridge, eligibility
 from labq.store import Repository, epoch
-from labq.store.views import RecipeView
+from labq.store.views import RecipeSetView, RecipeView
 
 if TYPE_CHECKING:
     from labq.service.loop import Event, SchedulerService
@@ -100,14 +100,28 @@ def finished(
     if entry is None or entry.finished:
         return []
     view = repo.get_recipe_set(set_id)
-    reason = (
+    gone = (
         "the supervisor was gone when the server looked"
         if code is None
         else f"the supervisor exited (code {code}) before the recipe ended"
     )
-    outcomes = {r.id: RecipeState.ABORTED for r in view.recipes if not r.state.is_final}
+    outcomes, reason = _left_unfinished(view, gone)
     out = bridge.finish(repo, core, set_id, now=now, outcomes=outcomes, reason=reason)
     return out + _mark_broken(service, repo, core, view.recipes, now)
+
+
+def _left_unfinished(view: RecipeSetView, why: str) -> tuple[dict[int, RecipeState], str]:
+    """How the recipes a supervisor left unfinished end, and why.
+
+    Aborted (and maybe retried), unless the set had been asked to stop (a cancel):
+    then they end cancelled, with the cancel's reason.
+    """
+    end, reason = (
+        (RecipeState.ABORTED, why)
+        if view.stop_reason is None
+        else (RecipeState.CANCELLED, view.stop_reason)
+    )
+    return {r.id: end for r in view.recipes if not r.state.is_final}, reason
 
 
 def _mark_broken(
@@ -137,11 +151,10 @@ def consistency(
     timeout = timedelta(seconds=service.settings.health.heartbeat_timeout)
     out: Actions = []
     for set_id in repo.stale_supervisors(older_than=now - timeout):
-        reason = "the supervisor stopped heart-beating"
+        view = repo.get_recipe_set(set_id)  # before the stop request: was it cancelled?
+        outcomes, reason = _left_unfinished(view, "the supervisor stopped heart-beating")
         repo.request_stop(set_id, reason)  # recorded, and a supervisor that wakes up stops
         out.append(d.Stop(set_id, reason))
-        view = repo.get_recipe_set(set_id)
-        outcomes = {r.id: RecipeState.ABORTED for r in view.recipes if not r.state.is_final}
         out += bridge.finish(repo, core, set_id, now=now, outcomes=outcomes, reason=reason)
         out += _mark_broken(service, repo, core, view.recipes, now)
     out += bridge.settle(repo, core, core.consistency_pass(epoch(now)), now=now)

@@ -79,25 +79,48 @@ class JobStore(PeopleStore, RecipeMoves, JobLoader):
     def cancel_job(
         self, job_id: int, *, actor: str, now: datetime, reason: str | None = None
     ) -> int:
-        """Cancel every unfinished recipe of a job; returns how many (0: nothing to do)."""
+        """Cancel a job; returns how many recipes it cancelled or asked to stop (0: none).
+
+        Sets not started yet end ``cancelled`` at once. Started sets are asked to
+        stop: their supervisor stops the tasks (``warn``, ``cancelled``), archives
+        the logs, and only then ends the recipes ``cancelled`` and lets the systems
+        go. Either way the set keeps the reason (``cancelled`` when none is given)
+        as its ``stop_reason``.
+        """
         with self.atomic():
             self._require_job(job_id)
-            unfinished = self.conn.execute(
-                select(Recipes.id)
-                .join(RecipeSets, RecipeSets.id == Recipes.recipe_set_id)
+            sets = self.conn.execute(
+                select(RecipeSets.id, RecipeSets.started_at)
                 .where(
                     RecipeSets.job_id == job_id,
-                    Recipes.state.not_in(values_of(FINAL_RECIPE_STATES)),
+                    RecipeSets.finished_at.is_(None),
+                    RecipeSets.stop_reason.is_(None),
                 )
-                .order_by(Recipes.id)
-            ).scalars()
-            count = sum(
-                self.move_recipe(recipe_id, RecipeState.CANCELLED, now=now, reason=reason)
-                for recipe_id in list(unfinished)
-            )
+                .order_by(RecipeSets.id)
+            ).all()
+            count = 0
+            for set_id, started_at in sets:
+                unfinished = self._open_recipes(set_id)
+                if started_at is None:
+                    for recipe_id in unfinished:
+                        self.move_recipe(recipe_id, RecipeState.CANCELLED, now=now, reason=reason)
+                stmt = update(RecipeSets).where(RecipeSets.id == set_id)
+                self.conn.execute(stmt.values(stop_reason=reason or "cancelled"))
+                count += len(unfinished)
             if count:
                 self._log(now, actor, "job", "cancel", object_id=job_id, reason=reason)
         return count
+
+    def _open_recipes(self, set_id: int) -> list[int]:
+        stmt = (
+            select(Recipes.id)
+            .where(
+                Recipes.recipe_set_id == set_id,
+                Recipes.state.not_in(values_of(FINAL_RECIPE_STATES)),
+            )
+            .order_by(Recipes.id)
+        )
+        return list(self.conn.execute(stmt).scalars())
 
     def change_priority(
         self, job_id: int, priority: Priority, *, actor: str, now: datetime

@@ -208,7 +208,11 @@ class RecipeSets(Base):
             " AND supervisor_host IS NOT NULL AND heartbeat_at IS NOT NULL)",
             name="supervisor",
         ),
-        CheckConstraint("stop_reason IS NULL OR started_at IS NOT NULL", name="stop_after_start"),
+        # a started set asked to stop, or one cancelled before it started (then ended)
+        CheckConstraint(
+            "stop_reason IS NULL OR started_at IS NOT NULL OR finished_at IS NOT NULL",
+            name="stop_after_start",
+        ),
         Index("ix_recipe_sets_unfinished", "id", sqlite_where=_OPEN, postgresql_where=_OPEN),
     )
     id: Mapped[int] = _id()
@@ -231,7 +235,7 @@ class RecipeSets(Base):
     supervisor_pid: Mapped[int | None]
     supervisor_host: Mapped[str | None] = mapped_column(Name)
     heartbeat_at: Mapped[datetime | None]
-    stop_reason: Mapped[str | None] = mapped_column(Text)  # a started set asked to stop
+    stop_reason: Mapped[str | None] = mapped_column(Text)  # why it was asked to stop or cancelled
 
 
 class Recipes(Base):
