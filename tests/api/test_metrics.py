@@ -87,7 +87,10 @@ def test_systems_agree_with_the_systems_listing(lab: Lab) -> None:
 def test_an_unscheduled_job_counts_as_queued_in_no_lab(lab: Lab) -> None:
     job = lab.client.post(
         f"{API}/jobs",
-        json={"recipe_sets": [{"priority": "low", "recipes": [{}, {}]}, {"recipes": [{}]}]},
+        json={
+            "group": "kernel-qe",  # may use both systems
+            "recipe_sets": [{"priority": "low", "recipes": [{}, {}]}, {"recipes": [{}]}],
+        },
         headers=lab.auth("alice"),
     )
     assert job.status_code == 201, job.text

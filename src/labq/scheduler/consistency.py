@@ -13,8 +13,9 @@ from labq.scheduler.placement import gang_match, is_complete
 if TYPE_CHECKING:
     from labq.scheduler.core import Scheduler
 
-# Conditions a system may come back from to serve again; broken and removed count as gone.
-_POTENTIAL = frozenset({Condition.AUTOMATED, Condition.MANUAL})
+# Conditions a system may come back from to serve again (docs/scheduling.md, "ever"):
+# only removed systems are gone; a set waiting for broken or manual ones waits.
+_POTENTIAL = frozenset({Condition.AUTOMATED, Condition.MANUAL, Condition.BROKEN})
 
 
 def repair(s: Scheduler) -> None:
@@ -84,7 +85,7 @@ def _abort_unrunnable(s: Scheduler, entry: SetEntry) -> None:
         if not matching:
             reasons.append(f"{name}: no system matches its host requirements")
         elif all(s.systems[f].condition not in _POTENTIAL for f in matching):
-            reasons.append(f"{name}: every matching system is gone: {', '.join(gone)}")
+            reasons.append(f"{name}: every matching system is removed: {', '.join(gone)}")
     if not reasons:
         reasons.append("no single lab has enough usable systems for every recipe of the set")
     message = "can never run: " + "; ".join(reasons)

@@ -59,10 +59,11 @@ def _why_nothing_fits(
         if meets(system, ViabilityClass(klass.requirement, frozenset(), klass.force))
     ]
     others = [m for m in matching if m.fqdn not in klass.excluded]
-    usable = [
+    usable = [  # broken and manual systems may come back: the clone waits for them
         m
         for m in others
-        if m.condition is Condition.AUTOMATED and s.policy.maximum(m.pools, entry.group) is not None
+        if m.condition is not Condition.REMOVED
+        and s.policy.maximum(m.pools, entry.group) is not None
     ]
     if usable:
         return ""
@@ -70,8 +71,8 @@ def _why_nothing_fits(
     avoided = ", ".join(sorted(klass.excluded))
     reasons = []
     for m in others:
-        if m.condition is not Condition.AUTOMATED:
-            reasons.append(f"{m.fqdn} is {m.condition.value}")
+        if m.condition is Condition.REMOVED:
+            reasons.append(f"{m.fqdn} is removed")
         else:
             reasons.append(f"{m.fqdn} is in no pool group {entry.group or 'everybody'} may use")
     why = "; ".join(reasons) if reasons else "no other system matches its host requirements"

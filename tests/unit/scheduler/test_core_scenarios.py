@@ -314,8 +314,8 @@ def test_a_set_without_max_time_never_backfills():
     assert started_at(result, "cand") >= 250
 
 
-def test_a_system_that_breaks_ends_queued_recipes_that_needed_only_it():
-    scenario = {
+def only_system_scenario(condition):
+    return {
         "labs": ["lab1"],
         "systems": [{"fqdn": "only", "lab": "lab1"}],
         "jobs": [
@@ -326,13 +326,24 @@ def test_a_system_that_breaks_ends_queued_recipes_that_needed_only_it():
                 "recipe_sets": [{"recipes": [{"host": {"fqdn": "only"}}]}],
             },
         ],
-        "events": [{"at": 50, "system": "only", "condition": "broken"}],
+        "events": [{"at": 50, "system": "only", "condition": condition}],
     }
-    result = run(scenario)
+
+
+def test_a_system_that_breaks_leaves_the_recipes_that_need_it_waiting():
+    result = run(only_system_scenario("broken"))  # it may be repaired
+    (row,) = rows(result, "second")
+    assert row["state"] == "queued"
+    (entry,) = [s for s in result.world.sets.values() if s.job == "second"]
+    assert entry.error is None
+
+
+def test_a_removed_system_ends_queued_recipes_that_needed_only_it():
+    result = run(only_system_scenario("removed"))
     (row,) = rows(result, "second")
     assert row["state"] == "aborted"
     (entry,) = [s for s in result.world.sets.values() if s.job == "second"]
-    assert "only (broken)" in entry.error
+    assert "every matching system is removed: only (removed)" in entry.error
 
 
 def test_aging_lifts_a_low_job_over_later_normal_ones():
