@@ -15,32 +15,38 @@ from typing import Final
 from labq.api.errors import ApiError
 from labq.domain.job import JobSpec, RecipeSetSpec, RecipeSpec
 from labq.domain.model import EVERYBODY, AccessPolicy, System
-from labq.domain.requirements import matches
+from labq.domain.requirements import Facts, matches, signature
 from labq.domain.states import Condition
 from labq.scheduler.placement import gang_match, is_complete
 
 SHOWN: Final = 8  # systems named in a refusal; more are counted
+Known = tuple[System, Facts]
 
 
 def refuse_unrunnable(spec: JobSpec, systems: Sequence[System], policy: AccessPolicy) -> None:
     """Raise a 422 naming the first recipe set (or its recipe) no system can ever run."""
+    known = [(s, s.facts()) for s in systems]  # facts once per system, not per recipe
     for index, recipe_set in enumerate(spec.recipe_sets):
-        place, problem = _never_runs(recipe_set, systems, spec.group, policy)
+        place, problem = _never_runs(recipe_set, known, spec.group, policy)
         if problem is not None:
             where = f"recipe_sets[{index}]" + (f".recipes[{place}]" if place is not None else "")
             raise ApiError(422, f"{where}: can never run: {problem}", place=where)
 
 
 def _never_runs(
-    recipe_set: RecipeSetSpec, systems: Sequence[System], group: str | None, policy: AccessPolicy
+    recipe_set: RecipeSetSpec, systems: Sequence[Known], group: str | None, policy: AccessPolicy
 ) -> tuple[int | None, str | None]:
     """``(recipe index or None for the whole set, why)``, or ``(None, None)`` if it can run."""
     candidates: dict[int, list[System]] = {}
+    alike: dict[tuple[str, tuple[str, ...], str | None], list[System]] = {}
     for index, recipe in enumerate(recipe_set.recipes):
-        usable, problem = _could_serve(recipe, systems, group, policy)
-        if problem is not None:
-            return index, problem
-        candidates[index] = usable
+        key = (signature(recipe.host), tuple(sorted(recipe.exclude)), recipe.force)
+        if key not in alike:  # recipes with one requirement share their systems
+            usable, problem = _could_serve(recipe, systems, group, policy)
+            if problem is not None:
+                return index, problem
+            alike[key] = usable
+        candidates[index] = alike[key]
     demands = dict.fromkeys(candidates, 1)
     for lab in sorted({s.lab for found in candidates.values() for s in found}):
         in_lab = {i: [s.fqdn for s in found if s.lab == lab] for i, found in candidates.items()}
@@ -51,15 +57,15 @@ def _never_runs(
 
 
 def _could_serve(
-    recipe: RecipeSpec, systems: Sequence[System], group: str | None, policy: AccessPolicy
+    recipe: RecipeSpec, systems: Sequence[Known], group: str | None, policy: AccessPolicy
 ) -> tuple[list[System], str | None]:
     """The systems that could ever serve the recipe, or why there are none."""
     matching = [
         s
-        for s in systems
+        for s, facts in systems
         if s.fqdn not in recipe.exclude
         and (recipe.force is None or s.fqdn == recipe.force)
-        and matches(recipe.host, s.facts())
+        and matches(recipe.host, facts)
     ]
     if not matching:
         forced = "" if recipe.force is None else f" (it is forced onto {recipe.force})"
