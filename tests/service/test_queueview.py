@@ -74,9 +74,9 @@ def test_rows_say_which_systems_a_set_waits_for_when_they_are_away():
         1: "too few matching systems are usable now; the others are away: b (broken), c (manual)",
         2: "every matching system is broken: b",
     }
-    core.change_condition("b", Condition.AUTOMATED, 3)  # set 1 takes a and b, set 2 waits
+    # b is back: set 2 runs on it; set 1 holds nothing while c is away (it could not start)
+    core.change_condition("b", Condition.AUTOMATED, 3)
     shown = {row.set_id: row.waits_for for row in rows(core, datetime.fromtimestamp(4, UTC))}
-    assert shown == {
-        1: "too few matching systems are usable now; the others are away: c (manual)",
-        2: None,
-    }
+    assert shown == {1: "too few matching systems are usable now; the others are away: c (manual)"}
+    assert core.sets[2].started
+    assert core.sets[1].lab is None

@@ -16,6 +16,8 @@ if TYPE_CHECKING:
 # Conditions a system may come back from to serve again (docs/scheduling.md, "ever"):
 # only removed systems are gone; a set waiting for broken or manual ones waits.
 _POTENTIAL = frozenset({Condition.AUTOMATED, Condition.MANUAL, Condition.BROKEN})
+# A set holds systems only for a gang that systems usable now could complete.
+_NOW = frozenset({Condition.AUTOMATED})
 
 
 def repair(s: Scheduler) -> None:
@@ -24,7 +26,7 @@ def repair(s: Scheduler) -> None:
         if not entry.waiting:
             continue
         labs = [lab for lab in sorted(s.free) if s.could_run_in(entry, lab)]
-        if not labs:
+        if not labs and not possible_labs(s, entry, ever=True):
             _abort_unrunnable(s, entry)
         elif entry.lab is not None and entry.lab not in labs:
             s._unhold(entry, f"lab {entry.lab} can no longer run the whole set")
@@ -32,8 +34,14 @@ def repair(s: Scheduler) -> None:
             s._unhold(entry, "held systems longer than holds.max_age without starting")
 
 
-def possible_labs(s: Scheduler, entry: SetEntry, only: str | None = None) -> list[str]:
-    """Labs whose systems could run the whole set, once free (whatever they do now)."""
+def possible_labs(
+    s: Scheduler, entry: SetEntry, only: str | None = None, *, ever: bool = False
+) -> list[str]:
+    """Labs whose usable systems could run the whole set, once free (whatever they do now).
+
+    ``ever`` counts the systems that are away for now (broken, manual) too.
+    """
+    conditions = _POTENTIAL if ever else _NOW
     out = []
     for lab in sorted(s.free) if only is None else [only]:
         demands: dict[str, int] = {}
@@ -43,7 +51,7 @@ def possible_labs(s: Scheduler, entry: SetEntry, only: str | None = None) -> lis
             key: sorted(
                 f
                 for f in s.index.systems_of[key]
-                if s.systems[f].lab == lab and _could_serve(s, entry, f, key)
+                if s.systems[f].lab == lab and _could_serve(s, entry, f, key, conditions)
             )
             for key in demands
         }
@@ -52,13 +60,15 @@ def possible_labs(s: Scheduler, entry: SetEntry, only: str | None = None) -> lis
     return out
 
 
-def _could_serve(s: Scheduler, entry: SetEntry, fqdn: str, key: str) -> bool:
+def _could_serve(
+    s: Scheduler, entry: SetEntry, fqdn: str, key: str, conditions: frozenset[Condition]
+) -> bool:
     system = s.systems[fqdn]
     klass = s.index.classes[key]
     if klass.force is not None:
         ok = system.condition is not Condition.REMOVED
     else:
-        ok = system.condition in _POTENTIAL
+        ok = system.condition in conditions
     return ok and s.policy.maximum(system.pools, entry.group) is not None
 
 

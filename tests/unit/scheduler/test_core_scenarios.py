@@ -338,6 +338,21 @@ def test_a_system_that_breaks_leaves_the_recipes_that_need_it_waiting():
     assert entry.error is None
 
 
+def test_a_set_waiting_for_a_broken_system_holds_nothing_meanwhile():
+    scenario = {
+        "labs": ["lab1"],
+        "systems": systems(3),
+        "jobs": [
+            {"id": "wide", "recipe_sets": [{"recipes": [{"duration": 10}] * 3}]},
+            {"id": "small", "submit_at": 1, "recipe_sets": [{"recipes": [{"duration": 10}]}]},
+        ],
+        "events": [{"at": 0, "system": "s1.lab1", "condition": "broken"}],
+    }
+    result = run(scenario)
+    assert [row["state"] for row in rows(result, "small")] == ["completed"]
+    assert {row["state"] for row in rows(result, "wide")} == {"queued"}  # s1 may come back
+
+
 def test_a_removed_system_ends_queued_recipes_that_needed_only_it():
     result = run(only_system_scenario("removed"))
     (row,) = rows(result, "second")
