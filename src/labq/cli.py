@@ -266,12 +266,20 @@ def run(command: Callable[..., Any], argv: Sequence[str] | None) -> int:
     """Call a click command in standalone-off mode and turn every failure into an exit code."""
     try:
         # standalone off, click returns the code of a raised ``Exit`` instead of raising it
-        code = command(args=list(argv) if argv is not None else None, standalone_mode=False)
+        code = command(
+            args=list(argv) if argv is not None else None, prog_name="labq", standalone_mode=False
+        )
     except click.exceptions.Abort:
         click.echo("labq: interrupted", err=True)
         return 130
+    except click.exceptions.NoArgsIsHelpError as exc:
+        exc.show()  # a group named without a command: its help, as asked
+        return exc.exit_code
+    except click.UsageError as exc:
+        click.echo(f"labq: {usage_error(exc)}", err=True)
+        return EXIT_INPUT
     except click.ClickException as exc:
-        exc.show()
+        click.echo(f"labq: {one_line(exc.format_message())}", err=True)
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
@@ -290,6 +298,21 @@ def run(command: Callable[..., Any], argv: Sequence[str] | None) -> int:
         )
         return EXIT_INTERNAL
     return code if isinstance(code, int) else 0
+
+
+def usage_error(exc: click.UsageError) -> str:
+    """A usage error in one line: the command, the problem, where to read more."""
+    message = one_line(exc.format_message()).removesuffix(".")
+    message = message[:1].lower() + message[1:]  # click's "Missing option" mid-line
+    path = "labq" if exc.ctx is None else exc.ctx.command_path
+    command = path.removeprefix("labq").strip()
+    where = f"{command}: " if command else ""
+    return f"{where}{message}; see '{path} --help'"
+
+
+def one_line(text: str) -> str:
+    """Click's message without its line breaks and indentation."""
+    return " ".join(text.split())
 
 
 if __name__ == "__main__":

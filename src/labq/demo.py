@@ -16,13 +16,16 @@ import threading
 import time
 from importlib import resources
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import click
 
 from labq.client import Client, Connection
 from labq.config import Settings
 from labq.errors import LabqError
+
+if TYPE_CHECKING:
+    from labq.server import Server
 
 HOST: Final = "127.0.0.1"
 LAB: Final = "demo"
@@ -37,6 +40,7 @@ SYSTEMS: Final[list[dict[str, Any]]] = [
 IN_POOL: Final = ("demo-1.local", "demo-3.local")
 JOBS: Final = ("demo-hello.yaml", "demo-pair.yaml", "demo-teuthology.yaml")
 START_SECONDS: Final = 30.0
+STOP_SLACK_SECONDS: Final = 5.0  # past the dispatcher's grace: its SIGKILL has landed
 
 
 def run_demo(*, port: int, directory: str | None) -> None:
@@ -76,8 +80,32 @@ def run_demo(*, port: int, directory: str | None) -> None:
     finally:
         web.should_exit = True
         thread.join(10)
+        _stop_what_it_started(server)
         server.close()
     click.echo(f"labq demo: stopped; its database and logs stay in {root}")
+
+
+def _stop_what_it_started(server: Server) -> None:
+    """Start nothing more, then stop every supervisor and wait until it has exited.
+
+    ``labq server`` leaves supervisors running for the next leader to adopt; the
+    demo has no next leader, so its supervisors end their tasks (as on a cancel),
+    archive the logs and exit before it does. The dispatcher kills a supervisor
+    that outlives its grace period.
+    """
+    if server.scheduler is not None:
+        server.scheduler.stop()  # no set starts from here on
+    dispatcher = server.dispatcher
+    if dispatcher is None or not dispatcher.running():
+        return
+    running = dispatcher.running()
+    sets = ", ".join(str(set_id) for set_id in running)
+    click.echo(f"labq demo: stopping the supervisors of recipe sets {sets}")
+    for set_id in running:
+        dispatcher.stop(set_id)
+    deadline = time.monotonic() + dispatcher.grace + STOP_SLACK_SECONDS
+    while dispatcher.running() and time.monotonic() < deadline:
+        time.sleep(0.1)
 
 
 def _check_port(port: int) -> None:

@@ -119,7 +119,9 @@ def test_every_command_once_with_json(as_user, tmp_path):
     assert all("secret" not in t for t in tokens)
     assert data(run("token", "revoke", str(ci["id"]), "--json"))["revoked"] is True
 
-    # jobs: one that passes (waited for), one that waits forever for a big machine
+    # jobs: one that passes (waited for), one that waits for a big machine kept for later
+    run("system", "add", "big.lab1", "--lab", "lab1", "--attr", "memory_mb=262144")
+    run("system", "condition", "big.lab1", "manual", "--reason", "kept for later")
     (tmp_path / "pass.yaml").write_text(PASSING)
     (tmp_path / "slow.yaml").write_text(SLOW)
     done = data(run("job", "submit", str(tmp_path / "pass.yaml"), "--wait", "--json"))
@@ -144,6 +146,7 @@ def test_every_command_once_with_json(as_user, tmp_path):
 
     queued = data(run("queue", "--json"))["queue"]
     assert [row["job_id"] for row in queued] == [slow]
+    assert queued[0]["waits_for"] == "every matching system is manual: big.lab1"
     assert data(run("job", "priority", str(slow), "low", "--json"))["priority"] == "low"
 
     # bob may not cancel the admin's job: the server's words, one line, no traceback

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import httpx
 
@@ -65,3 +66,88 @@ def _wait_for_jobs(url: str, token: str) -> list[dict]:
                 return jobs
             assert time.monotonic() < deadline, jobs
             time.sleep(0.3)
+
+
+LONG_JOB = """
+whiteboard: still running at Ctrl-C
+recipe_sets:
+  - recipes:
+      - tasks:
+          - {name: nap, run: 'echo $$ > "$PID_FILE"; exec sleep 300', timeout: 600}
+"""
+
+
+def test_ctrl_c_stops_the_supervisors_and_tasks_the_demo_started(tmp_path):
+    port = free_port()
+    root = tmp_path / "demo"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LABQ_")}
+    env["HOME"] = str(tmp_path / "home")
+    out_path = tmp_path / "demo.out"
+    pid_file = tmp_path / "task.pid"
+    with open(out_path, "w") as out:
+        proc = subprocess.Popen(
+            [*labq_command(), "demo", "--port", str(port), "--dir", str(root)],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+            cwd=tmp_path,
+        )
+        try:
+            url = f"http://127.0.0.1:{port}"
+            wait_until_up(url, proc, out_path)
+            token = _printed_token(out_path, proc)
+            job = LONG_JOB.replace("$PID_FILE", str(pid_file))
+            _submit_and_wait_running(url, token, job)
+            started = _processes_under(root)
+            task = int(pid_file.read_text())
+            assert task in started
+            assert any("supervisor" in command for command in started.values()), started
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+            code = proc.wait(timeout=60)
+    text = out_path.read_text()
+    assert code in (0, 130), text
+    assert "Traceback" not in text
+    survivors = _processes_under(root)
+    for pid in survivors:  # the test's own leftovers must not outlive it
+        os.kill(pid, signal.SIGKILL)
+    assert survivors == {}, text
+    assert not _alive(task)
+    assert "stopping the supervisors of recipe sets" in text
+
+
+def _submit_and_wait_running(url: str, token: str, job: str) -> None:
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/yaml"}
+    with httpx.Client(base_url=f"{url}/api/v1", headers=headers, timeout=5) as client:
+        job_id = client.post("/jobs", content=job).json()["id"]
+        deadline = time.monotonic() + 30
+        while client.get(f"/jobs/{job_id}").json()["state"] != "running":
+            assert time.monotonic() < deadline, "the long job never ran"
+            time.sleep(0.2)
+
+
+def _processes_under(root) -> dict[int, str]:
+    """Live processes whose command line or working directory lies under ``root``."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            command = (Path("/proc", entry, "cmdline").read_bytes()).replace(b"\0", b" ").decode()
+            cwd = os.readlink(f"/proc/{entry}/cwd")
+            state = Path("/proc", entry, "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue  # gone, or not ours to look at
+        if state != "Z" and (str(root) in command or cwd.startswith(str(root))):
+            found[int(entry)] = command
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

@@ -19,7 +19,7 @@ from labq.api import QueueRow, create_app
 from labq.config import Settings
 from labq.domain.model import System
 from labq.domain.priority import Priority
-from labq.domain.states import RecipeState
+from labq.domain.states import Condition, RecipeState
 from labq.errors import NotFoundError
 from labq.formats.limits import Limits
 from labq.service.loop import SchedulerService
@@ -174,6 +174,27 @@ def seed(engine: Engine) -> dict[str, str]:
         for name in ("root", "alice", "bob", "carol"):
             tokens[name] = repo.create_token(name, "test", now=T0)[1]
     return tokens
+
+
+def add_example_systems(engine: Engine) -> None:
+    """Manual systems in lab1 that the bundled example jobs match, so they are accepted."""
+    smithi = {"machine_type": "smithi", "memory_mb": 16384}
+    big = {**smithi, "system_type": "Machine", "cpus": 8}
+    with transaction(engine) as repo:
+        repo.add_pool("fs-team", actor="root", now=T0)
+        for fqdn, attributes, pools in (
+            ("ex1.lab", big, {"perf", "fs-team"}),
+            ("ex2.lab", smithi, set()),
+            ("ex3.lab", smithi, set()),
+        ):
+            system = System(
+                fqdn,
+                "lab1",
+                attributes=attributes,
+                pools=frozenset(pools),
+                condition=Condition.MANUAL,
+            )
+            repo.add_system(system, actor="root", now=T0)
 
 
 @contextmanager

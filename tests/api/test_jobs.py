@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.api.conftest import API, EXAMPLES, Lab, submit
+from tests.api.conftest import API, EXAMPLES, Lab, add_example_systems, submit
 
 FORMATS = [
     ("smoke.yaml", "application/yaml", "native"),
@@ -15,6 +15,7 @@ FORMATS = [
 
 @pytest.mark.parametrize(("name", "media", "fmt"), FORMATS)
 def test_submit_examples(lab: Lab, name: str, media: str, fmt: str) -> None:
+    add_example_systems(lab.engine)
     text = (EXAMPLES / name).read_bytes()
     answer = lab.client.post(
         f"{API}/jobs", content=text, headers={**lab.auth("alice"), "Content-Type": media}
@@ -31,6 +32,7 @@ def test_submit_examples(lab: Lab, name: str, media: str, fmt: str) -> None:
 
 
 def test_submit_json_and_format_parameter(lab: Lab) -> None:
+    add_example_systems(lab.engine)
     assert submit(lab) == 1
     text = (EXAMPLES / "smoke.yaml").read_bytes()
     answer = lab.client.post(

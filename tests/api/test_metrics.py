@@ -87,7 +87,10 @@ def test_systems_agree_with_the_systems_listing(lab: Lab) -> None:
 def test_an_unscheduled_job_counts_as_queued_in_no_lab(lab: Lab) -> None:
     job = lab.client.post(
         f"{API}/jobs",
-        json={"recipe_sets": [{"priority": "low", "recipes": [{}, {}]}, {"recipes": [{}]}]},
+        json={
+            "group": "kernel-qe",  # may use both systems
+            "recipe_sets": [{"priority": "low", "recipes": [{}, {}]}, {"recipes": [{}]}],
+        },
         headers=lab.auth("alice"),
     )
     assert job.status_code == 201, job.text
@@ -213,6 +216,12 @@ def test_figures_agree_with_the_api_as_jobs_run(live: Live) -> None:
     cancel = live.client.post(f"{API}/jobs/{waiting}/cancel", headers=live.auth("alice"))
     assert cancel.status_code == 200, cancel.text
     live.service.drain()
+    # it had started on the system the retry left: its supervisor is asked to stop
+    (stopping,) = live.client.get(f"{API}/jobs/{waiting}", headers=live.auth("bob")).json()["sets"]
+    assert (stopping["state"], stopping["stop_reason"]) == ("scheduled", "cancelled")
+    assert live.dispatcher.stopped == [stopping["id"]]
+    live.agrees()
+    live.run(stopping["id"], RecipeState.CANCELLED)  # and it stops
     samples = live.agrees()
     assert samples["labq_recipe_sets_finished_total", frozenset({("outcome", "completed")})] == 1
     assert samples["labq_recipe_sets_finished_total", frozenset({("outcome", "aborted")})] == 1

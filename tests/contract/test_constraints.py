@@ -83,7 +83,7 @@ IMPOSSIBLE: dict[str, Write] = {
     "a supervisor for a set that never started": lambda c, ids: _set(
         supervisor_pid=1, supervisor_host="h", heartbeat_at=at(2)
     )(c, ids),
-    "a stop for a set that never started": lambda c, ids: _set(stop_reason="x")(c, ids),
+    "a stop for a set that neither started nor ended": lambda c, ids: _set(stop_reason="x")(c, ids),
     "a set ending before it starts": lambda c, ids: _set(
         lab_id=1, started_at=at(5), finished_at=at(4)
     )(c, ids),
@@ -123,4 +123,5 @@ def test_a_possible_row_is_accepted(seeded: Repository, ids: Ids) -> None:
         _system(usage="idle")(seeded.conn, ids)
         _recipe(state="cancelled", finished_at=at(2))(seeded.conn, ids)
         _token()(seeded.conn, ids)
+        _set(finished_at=at(2), stop_reason="cancelled before it started")(seeded.conn, ids)
         _set(lab_id=1, started_at=at(2), stop_reason="user")(seeded.conn, ids)

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import suppress
+from datetime import datetime, timedelta
+from itertools import pairwise
+
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from labq.domain.states import RecipeState
-from labq.store import Repository
+from labq.domain.states import Condition, RecipeState, Usage
+from labq.errors import LabqError
+from labq.store import Repository, epoch
 
-from .conftest import at, job_spec, recipe_ids
+from .conftest import Database, at, job_spec, recipe_ids, seed
 
 
 def run_for(repo: Repository, system: str, start: int, end: int) -> None:
@@ -44,3 +52,68 @@ def test_the_history_has_one_open_row_per_system(seeded: Repository) -> None:
         rows = seeded.usage_history(fqdn)
         assert [r.end is None for r in rows].count(True) == 1
         assert rows[-1].end is None
+
+
+# --- changes that come faster than the clock ticks ------------------------------
+
+FQDNS = ("s1.lab", "s2.lab", "s3.lab")
+# How far the next change's clock is from the last one's: the same tick, a tick on,
+# or a little behind (another process's clock).
+SKEWS = st.sampled_from([0, 0, 0, 1, -1, -2, 5, -500, 1000])
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data())
+def test_fast_changes_keep_the_history_contiguous(db: Database, data: st.DataObject) -> None:
+    with db.engine.connect() as conn:
+        conn.begin()
+        repo = Repository(conn)
+        seed(repo)
+        job_id = repo.submit_job(job_spec(1, 1), owner="bob", now=at(0), source_format="native")
+        recipes = [r for s in recipe_ids(repo, job_id) for r in s]
+        clock = at(10)
+        for _ in range(data.draw(st.integers(1, 25), label="changes")):
+            clock += timedelta(microseconds=data.draw(SKEWS, label="skew"))
+            change = _draw_change(data, repo, recipes, clock)
+            with suppress(LabqError):  # refused by the lifecycle or a guard: nothing written
+                change()
+        for fqdn in FQDNS:
+            _assert_contiguous(repo, fqdn)
+        conn.rollback()
+
+
+def _draw_change(
+    data: st.DataObject, repo: Repository, recipes: list[int], now: datetime
+) -> Callable[[], object]:
+    kind = data.draw(st.sampled_from(["condition", "condition", "usage", "recipe"]))
+    fqdn = data.draw(st.sampled_from(FQDNS))
+    if kind == "condition":
+        condition = data.draw(st.sampled_from(Condition))
+        return lambda: repo.set_condition(fqdn, condition, now=now, actor="hypothesis")
+    if kind == "usage":
+        usage = data.draw(st.sampled_from([Usage.IDLE, Usage.PENDING]))
+        return lambda: repo.set_usage(fqdn, usage, now=now)
+    recipe = data.draw(st.sampled_from(recipes))
+    target = data.draw(st.sampled_from(RecipeState))
+    return lambda: repo.move_recipe(recipe, target, now=now, system=fqdn)
+
+
+def _assert_contiguous(repo: Repository, fqdn: str) -> None:
+    """Each row ends where the next starts, none goes back, the last alone is open."""
+    rows = repo.usage_history(fqdn)
+    assert rows[0].start == epoch(at(0))
+    for row, after in pairwise(rows):
+        assert row.end is not None
+        assert row.start <= row.end == after.start
+    assert rows[-1].end is None
+    system = repo.get_system(fqdn)
+    last = rows[-1]
+    assert (last.usage, last.condition, last.recipe) == (
+        system.usage,
+        system.condition,
+        system.recipe,
+    )

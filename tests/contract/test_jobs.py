@@ -185,3 +185,29 @@ def test_cancelling_a_job_cancels_what_is_unfinished_and_frees_systems(
     assert (entry.action, entry.actor, entry.reason) == ("cancel", "bob", "wrong kernel")
     with pytest.raises(NotFoundError):
         seeded.cancel_job(job_id + 1, actor="bob", now=at(5))
+
+
+def test_a_started_set_is_asked_to_stop_and_keeps_the_reason(seeded: Repository) -> None:
+    job_id = seeded.submit_job(job_spec(1, 1), owner="bob", now=at(1), source_format="native")
+    (running,), (waiting,) = recipe_ids(seeded, job_id)
+    started = seeded.load_job(job_id).sets[0].id
+    seeded.move_recipe(running, RecipeState.SCHEDULED, now=at(2), system="s1.lab")
+    seeded.start_recipe_set(started, lab="lab1", now=at(2))
+    seeded.record_supervisor(started, 7, "h", now=at(2))
+    for state in (RecipeState.WAITING, RecipeState.INSTALLING, RecipeState.RUNNING):
+        seeded.move_recipe(running, state, now=at(3))
+    seeded.move_recipe(waiting, RecipeState.QUEUED, now=at(3))
+    assert seeded.cancel_job(job_id, actor="bob", now=at(4), reason="wrong kernel") == 2
+    assert seeded.cancel_job(job_id, actor="bob", now=at(5), reason="again") == 0
+    # the supervisor stops the running recipe and ends it; the queued one ended at once
+    assert seeded.recipe_state(running) is RecipeState.RUNNING
+    assert seeded.get_system("s1.lab").recipe == running
+    assert not seeded.heartbeat(started, now=at(5))
+    assert seeded.recipe_state(waiting) is RecipeState.CANCELLED
+    assert [s.stop_reason for s in seeded.load_job(job_id).sets] == ["wrong kernel"] * 2
+    (never_ran,) = seeded.get_recipe(waiting).tasks
+    assert (never_ran.status, never_ran.result) == ("cancelled", None)
+    assert never_ran.message == "never ran: its recipe was cancelled"
+    seeded.move_recipe(running, RecipeState.CANCELLED, now=at(6), reason="wrong kernel")
+    assert seeded.job_state(job_id) is RecipeState.CANCELLED
+    assert seeded.cancel_job(job_id, actor="bob", now=at(7)) == 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from labq.domain.job import JobSpec
 from labq.domain.states import RecipeState
 from labq.errors import ConflictError, NotFoundError
 from labq.store import Repository
@@ -73,3 +74,58 @@ def test_a_set_carries_a_plain_words_error(seeded: Repository) -> None:
     assert seeded.get_recipe_set(set_id).error.startswith("r0: s1.lab excluded")
     with pytest.raises(NotFoundError):
         seeded.set_recipe_set_error(set_id + 10, None)
+
+
+def retried(size: int, max_retries: int) -> JobSpec:
+    """A job of one set of ``size`` recipes that may be retried ``max_retries`` times."""
+    native = job_spec(size).model_dump(mode="json")
+    native["recipe_sets"][0]["max_retries"] = max_retries
+    return JobSpec.model_validate(native)
+
+
+def test_a_job_has_not_ended_while_a_retry_is_owed(seeded: Repository) -> None:
+    job_id = seeded.submit_job(retried(1, 1), owner="bob", now=at(1), source_format="native")
+    ((recipe,),) = recipe_ids(seeded, job_id)
+    abort_on(seeded, recipe, "s1.lab")  # the supervisor's move; the scheduler has not heard yet
+    set_id = seeded.load_job(job_id).sets[0].id
+
+    def everywhere() -> set[RecipeState]:
+        listed = {s for s in RecipeState if job_id in [j.id for j in seeded.list_jobs(state=s)]}
+        ended = seeded.ended_jobs([job_id]).get(job_id)
+        return {seeded.load_job(job_id).state, seeded.job_state(job_id), *listed} | (
+            {ended} if ended else set()
+        )
+
+    assert seeded.get_recipe_set(set_id).state is RecipeState.ABORTED  # the set did end
+    assert everywhere() == {RecipeState.NEW}  # its next attempt is owed
+    seeded.set_recipe_set_error(set_id, "not re-scheduled: nothing else fits")
+    assert everywhere() == {RecipeState.ABORTED}
+    seeded.set_recipe_set_error(set_id, None)
+    seeded.clone_recipe_set(set_id, actor=ADMIN, now=at(4))
+    assert everywhere() == {RecipeState.NEW}
+
+
+@pytest.mark.parametrize(
+    ("max_retries", "other", "expected"),
+    [
+        (0, None, RecipeState.ABORTED),  # no retries allowed
+        (1, RecipeState.CANCELLED, RecipeState.ABORTED),  # cancelled sets are not retried
+        (1, RecipeState.COMPLETED, RecipeState.NEW),  # one aborted, one passed: retried
+    ],
+)
+def test_a_retry_is_owed_only_to_an_aborted_set_within_its_retries(
+    seeded: Repository, max_retries: int, other: RecipeState | None, expected: RecipeState
+) -> None:
+    size = 1 if other is None else 2
+    job_id = seeded.submit_job(
+        retried(size, max_retries), owner="bob", now=at(1), source_format="native"
+    )
+    ((recipe, *rest),) = recipe_ids(seeded, job_id)
+    abort_on(seeded, recipe, "s1.lab")
+    for more in rest:
+        seeded.move_recipe(more, RecipeState.SCHEDULED, now=at(2), system="s2.lab")
+        for state in (RecipeState.WAITING, RecipeState.INSTALLING, RecipeState.RUNNING):
+            seeded.move_recipe(more, state, now=at(2))
+        seeded.move_recipe(more, other or RecipeState.COMPLETED, now=at(3))
+    assert seeded.load_job(job_id).state is seeded.job_state(job_id) is expected
+    assert [j.id for j in seeded.list_jobs(state=expected)] == [job_id]

@@ -104,11 +104,14 @@ def test_busy_usages_come_only_with_a_recipe(seeded: Repository) -> None:
     assert seeded.get_system("s1.lab").usage is Usage.PENDING
 
 
-def test_history_cannot_go_back_in_time(seeded: Repository) -> None:
+def test_history_never_goes_back_in_time(seeded: Repository) -> None:
     seeded.set_usage("s1.lab", Usage.IDLE, now=at(10))
-    with pytest.raises(ValueError, match="history"):
-        seeded.set_usage("s1.lab", Usage.PENDING, now=at(5))
-    assert seeded.get_system("s1.lab").usage is Usage.IDLE
+    # a clock behind the open row's start: the change happens where that row started
+    seeded.set_usage("s1.lab", Usage.PENDING, now=at(5))
+    assert seeded.get_system("s1.lab").usage is Usage.PENDING
+    idle, pending = seeded.usage_history("s1.lab")[-2:]
+    assert (idle.usage, idle.start, idle.end) == (Usage.IDLE, epoch(at(10)), epoch(at(10)))
+    assert (pending.usage, pending.start, pending.end) == (Usage.PENDING, epoch(at(10)), None)
 
 
 def test_admin_changes_are_logged(seeded: Repository) -> None:

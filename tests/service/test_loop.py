@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -141,4 +141,48 @@ def test_a_restarted_service_carries_on_from_the_database(engine):
     with transaction(engine) as repo:
         (rs,) = repo.load_job(waiting_job).sets
         assert again.started == [rs.id]  # nothing lost, nothing started twice
+    service.stop()
+
+
+def test_a_change_stamped_by_a_clock_ahead_of_the_schedulers_needs_no_rebuild(engine, caplog):
+    dispatcher = RecordingDispatcher()
+    service = make_service(engine, dispatcher)
+    add_systems(engine, service, "a")
+    with transaction(engine) as repo:  # the API's clock is a little ahead of the scheduler's
+        repo.set_condition("a", Condition.BROKEN, now=NOW + timedelta(milliseconds=1), actor="t")
+    service.condition_changed("a")
+    job_id = submit(engine, service, recipes=1)
+    with transaction(engine) as repo:
+        repo.set_condition("a", Condition.AUTOMATED, now=NOW + timedelta(milliseconds=2), actor="t")
+    service.condition_changed("a")
+    service.drain()
+    with transaction(engine) as repo:
+        (rs,) = repo.load_job(job_id).sets
+        assert rs.recipes[0].state is RecipeState.SCHEDULED
+        rows = repo.usage_history("a")
+    assert dispatcher.started == [rs.id]
+    assert [r.end for r in rows[:-1]] == [r.start for r in rows[1:]]
+    assert "rebuilding" not in caplog.text
+    service.stop()
+
+
+def test_a_cancelled_set_whose_supervisor_died_ends_cancelled_and_is_not_retried(engine):
+    dispatcher = RecordingDispatcher()
+    service = make_service(engine, dispatcher)
+    add_systems(engine, service, "a", "b")
+    job_id = submit(engine, service, recipes=1, max_retries=1)
+    (set_id,) = dispatcher.started
+    with transaction(engine) as repo:
+        assert repo.cancel_job(job_id, actor="alice", now=NOW, reason="wrong kernel") == 1
+    service.jobs_cancelled(job_id)
+    service.drain()
+    assert dispatcher.stopped == [set_id]
+    service.set_finished(set_id, -9)  # killed before it ended anything
+    service.drain()
+    with transaction(engine) as repo:
+        (rs,) = repo.load_job(job_id).sets
+        (recipe,) = rs.recipes
+        assert recipe.state is RecipeState.CANCELLED
+        assert repo.recipe_history(recipe.id)[-1].reason == "wrong kernel"
+        assert {repo.get_system(f).recipe for f in ("a", "b")} == {None}
     service.stop()

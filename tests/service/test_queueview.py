@@ -7,6 +7,7 @@ from labq.domain.locks import parse_locks
 from labq.domain.model import AccessPolicy
 from labq.domain.priority import Priority
 from labq.domain.requirements import parse
+from labq.domain.states import Condition
 from labq.scheduler.core import Scheduler
 from labq.scheduler.entries import RecipeSubmission, SchedulerConfig, SetSubmission, SystemEntry
 from labq.service.queueview import rows
@@ -55,3 +56,27 @@ def test_rows_show_spv_weight_ticks_and_what_a_set_waits_for():
     assert (contended.spv, contended.age_ticks, contended.weight) == (4.0, 10, 2.667)  # 4 * 20/30
     assert (later.spv, later.age_ticks) == (1.0, 9)
     assert contended.waits_for == "a running slot (1 of 1 sets running)"
+
+
+def test_rows_say_which_systems_a_set_waits_for_when_they_are_away():
+    core = Scheduler(SchedulerConfig(aging_bump_after=None), AccessPolicy())
+    for fqdn in ("a", "b", "c"):
+        facts = {"fqdn": fqdn, "lab": "lab1", "pool": frozenset()}
+        core.add_system(SystemEntry(fqdn, "lab1", facts, frozenset()), 0)
+    core.change_condition("b", Condition.BROKEN, 0)
+    core.change_condition("c", Condition.MANUAL, 0)
+    three = tuple(RecipeSubmission(10 + i, parse({})) for i in range(3))
+    only_b = (RecipeSubmission(20, parse({"fqdn": "b"})),)
+    core.submit([SetSubmission(1, 1, three, submitted=0)], 0)
+    core.submit([SetSubmission(2, 2, only_b, submitted=1)], 1)
+    shown = {row.set_id: row.waits_for for row in rows(core, datetime.fromtimestamp(2, UTC))}
+    assert shown == {
+        1: "too few matching systems are usable now; the others are away: b (broken), c (manual)",
+        2: "every matching system is broken: b",
+    }
+    # b is back: set 2 runs on it; set 1 holds nothing while c is away (it could not start)
+    core.change_condition("b", Condition.AUTOMATED, 3)
+    shown = {row.set_id: row.waits_for for row in rows(core, datetime.fromtimestamp(4, UTC))}
+    assert shown == {1: "too few matching systems are usable now; the others are away: c (manual)"}
+    assert core.sets[2].started
+    assert core.sets[1].lab is None

@@ -20,7 +20,7 @@ from labq.formats.loader import parse_job
 from labq.store import reading, transaction
 from labq.web.intervals import chosen_interval
 from labq.web.login import safe_next
-from tests.api.conftest import EXAMPLES, T0, Lab, submit
+from tests.api.conftest import EXAMPLES, T0, Lab, add_example_systems, submit
 
 UI = "/ui"
 
@@ -199,6 +199,7 @@ def test_a_bad_file_is_refused_with_its_name_line_and_place(lab: Lab) -> None:
 
 
 def test_a_beaker_file_is_submitted_through_the_api_loader(lab: Lab) -> None:
+    add_example_systems(lab.engine)
     log_in(lab, "alice")
     files = {"job_file": ("job.xml", (EXAMPLES / "beaker.xml").read_bytes(), "text/xml")}
     data = {"csrf": csrf_of(lab), "format": "beaker"}

@@ -192,3 +192,18 @@ def test_utilisation_of_a_pool_weighs_each_system_by_its_recorded_time():
     assert utilisation(rows, 0, 100, now=100) == pytest.approx(100 / 150)
     assert utilisation(ledger.history.of("s1"), 0, 100, now=100) == pytest.approx(1.0)
     assert utilisation(ledger.history.of("s1"), 0, 200, now=200) == pytest.approx(0.5)
+
+
+def test_a_change_that_seems_to_go_back_in_time_happens_at_the_open_rows_start():
+    ledger = Ledger()
+    ledger.add_system(System(fqdn="s1", lab="lab1"), 10.0)
+    ledger.set_condition("s1", Condition.BROKEN, 10.0)  # the same tick
+    ledger.set_condition("s1", Condition.AUTOMATED, 9.999)  # a clock a little behind
+    rows = ledger.history.of("s1")
+    assert [(r.start, r.end) for r in rows] == [
+        (10.0, 10.0),
+        (10.0, 10.0),
+        (10.0, 10.0),
+        (10.0, None),
+    ]
+    assert rows[-1].usage is Usage.PENDING

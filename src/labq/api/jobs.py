@@ -17,6 +17,7 @@ from labq.api.auth import require_job_change
 from labq.api.deps import StateDep, UserDep
 from labq.api.errors import ApiError
 from labq.api.events import tell
+from labq.api.feasibility import refuse_unrunnable
 from labq.api.filters import admit_job
 from labq.api.jobviews import job_json, job_summary, log_files, results_json
 from labq.api.openapi import answers
@@ -106,6 +107,8 @@ def submit_job(
             raise ApiError(403, f"{user.name!r} is not a member of group {group!r}", place="group")
         job_id = repo.submit_job(spec, owner=user.name, now=app.clock(), source_format=chosen)
         admit_job(repo, job_id, spec)  # dependencies stored; a reject rule refuses it
+        # a set no system can ever run is refused, and the transaction stores nothing
+        refuse_unrunnable(spec, repo.list_systems(), repo.load_access_policy())
     tell(lambda: app.events.job_submitted(job_id))
     return {"id": job_id, "format": chosen, "url": f"/api/v1/jobs/{job_id}"}
 

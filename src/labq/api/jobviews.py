@@ -99,6 +99,7 @@ def results_json(job: JobView) -> dict[str, Any]:
                 "state": s.state.value,
                 "result": None if s.result is None else s.result.value,
                 "error": s.error,
+                "stop_reason": s.stop_reason,
                 "recipes": [
                     {
                         "id": r.id,

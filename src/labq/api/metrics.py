@@ -27,7 +27,7 @@ from labq.scheduler.entries import SchedulerConfig, SetEntry
 from labq.scheduler.order import aged_priority
 from labq.service.timing import DECISION_SECONDS
 from labq.store import Repository, epoch, reading
-from labq.store.listing import STATE_CODES
+from labq.store.jobstate import STATE_CODES
 from labq.store.tables import Labs, Recipes, RecipeSets, Systems
 
 # Not in the OpenAPI document: it is not JSON, and docs/metrics.md describes it.

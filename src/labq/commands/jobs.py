@@ -8,6 +8,7 @@ from typing import Any, Final
 
 import click
 from rich.console import Group
+from rich.text import Text
 
 from labq.client import ServerError
 from labq.commands import api, cell, fields, json_option, show, table, when
@@ -135,9 +136,20 @@ def show_job(ctx: click.Context, job_id: int, as_json: bool) -> None:
             for r in s["recipes"]
         ]
         headers = ["set", "attempt", "priority", "recipe", "role", "system", "state", "result"]
-        return Group(head, "", table([*headers, "tasks"], rows))
+        return Group(head, "", table([*headers, "tasks"], rows), *set_notes(d["sets"]))
 
     show(found, as_json, render)
+
+
+def set_notes(sets: list[dict[str, Any]]) -> list[Text]:
+    """One line per set that was stopped or carries an error: why, in plain words."""
+    notes = []
+    for rset in sets:
+        if rset["stop_reason"]:
+            notes.append(Text(f"set {rset['id']} stopped: {rset['stop_reason']}"))
+        if rset["error"]:
+            notes.append(Text(f"set {rset['id']}: {rset['error']}"))
+    return notes
 
 
 @job.command("cancel")
@@ -177,7 +189,7 @@ def results(ctx: click.Context, job_id: int, as_json: bool) -> None:
         ]
         title = f"job {d['id']}: {d['state']}, {d['result'] or 'no result yet'}"
         headers = ["set", "recipe", "system", "task", "status", "result", "exit", "message"]
-        return table(headers, rows, title=title)
+        return Group(table(headers, rows, title=title), *set_notes(d["sets"]))
 
     show(found, as_json, render)
 

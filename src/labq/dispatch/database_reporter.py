@@ -125,6 +125,8 @@ class DatabaseReporter:
                 if state is not RecipeState.COMPLETED:
                     results.append(Result.WARN)
                 repo.set_recipe_result(recipe_id, worst_result(results))
+            if state is RecipeState.CANCELLED:  # the canceller's words, when they gave some
+                reason = repo.get_recipe_set(self.set_id).stop_reason or reason
             repo.move_recipe(recipe_id, state, now=now, reason=reason)
 
     def task_started(self, task_id: int) -> None:

@@ -180,6 +180,43 @@ def derived_state(states: Iterable[RecipeState]) -> RecipeState:
     return RecipeState.COMPLETED
 
 
+def retry_owed(
+    recipes: Iterable[tuple[RecipeState, bool]],
+    *,
+    attempt: int,
+    max_retries: int,
+    error: str | None,
+) -> bool:
+    """Whether an ended set may yet be retried: the scheduler owes it a decision.
+
+    ``recipes`` gives each recipe's state and whether it had a system. A set
+    whose recipes have all ended, one aborted on a system and none cancelled,
+    within its ``max_retries`` and with no error, gets a clone or an error from
+    the scheduler (``scheduler.retry``) as soon as it hears the set ended. Until
+    then its job has not ended: another attempt may follow.
+    """
+    listed = list(recipes)
+    return (
+        error is None
+        and attempt - 1 < max_retries
+        and all(state.is_final for state, _ in listed)
+        and not any(state is RecipeState.CANCELLED for state, _ in listed)
+        and any(state is RecipeState.ABORTED and placed for state, placed in listed)
+    )
+
+
+def job_state(sets: Iterable[tuple[Iterable[RecipeState], bool]]) -> RecipeState:
+    """A job's state from its current attempts: each set's recipe states, and whether
+    a retry is owed to it (:func:`retry_owed`).
+
+    A set owed a retry counts as ``new``, the state its next attempt starts in, so
+    a job ends only when no attempt can follow.
+    """
+    return derived_state(
+        state for states, owed in sets for state in ((RecipeState.NEW,) if owed else states)
+    )
+
+
 def worst_result(results: Iterable[Result | None]) -> Result | None:
     """The worst of some results; None when none is known yet."""
     known = [r for r in results if r is not None]

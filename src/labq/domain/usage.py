@@ -43,12 +43,16 @@ class UsageHistory:
     def record(
         self, system: str, usage: Usage, condition: Condition, recipe: int | None, now: float
     ) -> UsageRecord:
-        """Close the system's open row at ``now`` and open one for its new state."""
+        """Close the system's open row at ``now`` and open one for its new state.
+
+        A ``now`` before the open row's start (another process's clock a little
+        ahead of the caller's) closes that row where it started: changes keep the
+        order they were made in, and history never goes back.
+        """
         index = self._open.get(system)
         if index is not None:
             current = self.rows[index]
-            if now < current.start:
-                raise ValueError(f"{system}: history cannot go back from {current.start} to {now}")
+            now = max(now, current.start)
             self.rows[index] = current.closed(now)
         row = UsageRecord(system, usage, condition, recipe, now)
         self._open[system] = len(self.rows)

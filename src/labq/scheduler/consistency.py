@@ -13,8 +13,11 @@ from labq.scheduler.placement import gang_match, is_complete
 if TYPE_CHECKING:
     from labq.scheduler.core import Scheduler
 
-# Conditions a system may come back from to serve again; broken and removed count as gone.
-_POTENTIAL = frozenset({Condition.AUTOMATED, Condition.MANUAL})
+# Conditions a system may come back from to serve again (docs/scheduling.md, "ever"):
+# only removed systems are gone; a set waiting for broken or manual ones waits.
+_POTENTIAL = frozenset({Condition.AUTOMATED, Condition.MANUAL, Condition.BROKEN})
+# A set holds systems only for a gang that systems usable now could complete.
+_NOW = frozenset({Condition.AUTOMATED})
 
 
 def repair(s: Scheduler) -> None:
@@ -23,7 +26,7 @@ def repair(s: Scheduler) -> None:
         if not entry.waiting:
             continue
         labs = [lab for lab in sorted(s.free) if s.could_run_in(entry, lab)]
-        if not labs:
+        if not labs and not possible_labs(s, entry, ever=True):
             _abort_unrunnable(s, entry)
         elif entry.lab is not None and entry.lab not in labs:
             s._unhold(entry, f"lab {entry.lab} can no longer run the whole set")
@@ -31,8 +34,14 @@ def repair(s: Scheduler) -> None:
             s._unhold(entry, "held systems longer than holds.max_age without starting")
 
 
-def possible_labs(s: Scheduler, entry: SetEntry, only: str | None = None) -> list[str]:
-    """Labs whose systems could run the whole set, once free (whatever they do now)."""
+def possible_labs(
+    s: Scheduler, entry: SetEntry, only: str | None = None, *, ever: bool = False
+) -> list[str]:
+    """Labs whose usable systems could run the whole set, once free (whatever they do now).
+
+    ``ever`` counts the systems that are away for now (broken, manual) too.
+    """
+    conditions = _POTENTIAL if ever else _NOW
     out = []
     for lab in sorted(s.free) if only is None else [only]:
         demands: dict[str, int] = {}
@@ -42,7 +51,7 @@ def possible_labs(s: Scheduler, entry: SetEntry, only: str | None = None) -> lis
             key: sorted(
                 f
                 for f in s.index.systems_of[key]
-                if s.systems[f].lab == lab and _could_serve(s, entry, f, key)
+                if s.systems[f].lab == lab and _could_serve(s, entry, f, key, conditions)
             )
             for key in demands
         }
@@ -51,13 +60,15 @@ def possible_labs(s: Scheduler, entry: SetEntry, only: str | None = None) -> lis
     return out
 
 
-def _could_serve(s: Scheduler, entry: SetEntry, fqdn: str, key: str) -> bool:
+def _could_serve(
+    s: Scheduler, entry: SetEntry, fqdn: str, key: str, conditions: frozenset[Condition]
+) -> bool:
     system = s.systems[fqdn]
     klass = s.index.classes[key]
     if klass.force is not None:
         ok = system.condition is not Condition.REMOVED
     else:
-        ok = system.condition in _POTENTIAL
+        ok = system.condition in conditions
     return ok and s.policy.maximum(system.pools, entry.group) is not None
 
 
@@ -84,7 +95,7 @@ def _abort_unrunnable(s: Scheduler, entry: SetEntry) -> None:
         if not matching:
             reasons.append(f"{name}: no system matches its host requirements")
         elif all(s.systems[f].condition not in _POTENTIAL for f in matching):
-            reasons.append(f"{name}: every matching system is gone: {', '.join(gone)}")
+            reasons.append(f"{name}: every matching system is removed: {', '.join(gone)}")
     if not reasons:
         reasons.append("no single lab has enough usable systems for every recipe of the set")
     message = "can never run: " + "; ".join(reasons)

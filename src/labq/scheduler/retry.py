@@ -23,8 +23,13 @@ def retry_decision(
     """
     if not aborted_on or any(r.state is RecipeState.CANCELLED for r in entry.recipes):
         return None
-    if entry.attempt - 1 >= min(entry.max_retries, s.config.retry_hard_limit):
+    if entry.attempt - 1 >= entry.max_retries:
         return None
+    if entry.attempt - 1 >= s.config.retry_hard_limit:  # said, so nobody waits for a retry
+        limit = s.config.retry_hard_limit
+        return d.SetError(
+            entry.id, f"not re-scheduled: the retry limit is reached (retry.hard_limit = {limit})"
+        )
     excluded: dict[int, frozenset[str]] = {}
     problems = []
     for recipe in entry.recipes:
@@ -54,10 +59,11 @@ def _why_nothing_fits(
         if meets(system, ViabilityClass(klass.requirement, frozenset(), klass.force))
     ]
     others = [m for m in matching if m.fqdn not in klass.excluded]
-    usable = [
+    usable = [  # broken and manual systems may come back: the clone waits for them
         m
         for m in others
-        if m.condition is Condition.AUTOMATED and s.policy.maximum(m.pools, entry.group) is not None
+        if m.condition is not Condition.REMOVED
+        and s.policy.maximum(m.pools, entry.group) is not None
     ]
     if usable:
         return ""
@@ -65,8 +71,8 @@ def _why_nothing_fits(
     avoided = ", ".join(sorted(klass.excluded))
     reasons = []
     for m in others:
-        if m.condition is not Condition.AUTOMATED:
-            reasons.append(f"{m.fqdn} is {m.condition.value}")
+        if m.condition is Condition.REMOVED:
+            reasons.append(f"{m.fqdn} is removed")
         else:
             reasons.append(f"{m.fqdn} is in no pool group {entry.group or 'everybody'} may use")
     why = "; ".join(reasons) if reasons else "no other system matches its host requirements"

@@ -12,7 +12,7 @@ from labq.scheduler.restore import offer
 from labq.service import bridge, eligibility, repair
 from labq.service.actions import Actions
 from labq.store import Repository, epoch
-from labq.store.views import RecipeView
+from labq.store.views import RecipeSetView, RecipeView
 
 if TYPE_CHECKING:
     from labq.service.loop import Event, SchedulerService
@@ -109,14 +109,27 @@ def finished(
         return []
     view = repo.get_recipe_set(set_id)
     if view.stop_reason == repair.QUIET:
-        reason = repair.QUIET  # the server killed it for that
+        gone = repair.QUIET  # the server killed it for that
     elif code is None:
-        reason = "the supervisor was gone when the server looked"
+        gone = "the supervisor was gone when the server looked"
     else:
-        reason = f"the supervisor exited (code {code}) before the recipe ended"
-    outcomes = {r.id: RecipeState.ABORTED for r in view.recipes if not r.state.is_final}
+        gone = f"the supervisor exited (code {code}) before the recipe ended"
+    outcomes, reason = _left_unfinished(view, gone)
     out = bridge.finish(repo, core, set_id, now=now, outcomes=outcomes, reason=reason)
     return out + _mark_broken(service, repo, core, view.recipes, now)
+
+
+def _left_unfinished(view: RecipeSetView, why: str) -> tuple[dict[int, RecipeState], str]:
+    """How the recipes a supervisor left unfinished end, and why.
+
+    Aborted (and maybe retried), unless the set had been asked to stop (a cancel):
+    then they end cancelled, with the cancel's reason.
+    """
+    cancelled = view.stop_reason is not None and view.stop_reason != repair.QUIET
+    end, reason = (
+        (RecipeState.CANCELLED, str(view.stop_reason)) if cancelled else (RecipeState.ABORTED, why)
+    )
+    return {r.id: end for r in view.recipes if not r.state.is_final}, reason
 
 
 def _mark_broken(
@@ -148,10 +161,9 @@ def consistency(
     ours = service.dispatcher.running()
     out, quiet = repair.supervisors(repo, core, timeout=timeout, ours=ours, now=now)
     for set_id in quiet:
-        reason = repair.QUIET
+        view = repo.get_recipe_set(set_id)  # before the stop request: was it cancelled?
+        outcomes, reason = _left_unfinished(view, repair.QUIET)
         repo.request_stop(set_id, reason)  # recorded, and a supervisor that wakes up stops
-        view = repo.get_recipe_set(set_id)
-        outcomes = {r.id: RecipeState.ABORTED for r in view.recipes if not r.state.is_final}
         out += bridge.finish(repo, core, set_id, now=now, outcomes=outcomes, reason=reason)
         out += _mark_broken(service, repo, core, view.recipes, now)
     for set_id in repair.ended_unheard(repo, core, ours):

@@ -10,6 +10,7 @@ from labq.domain.priority import Priority
 from labq.scheduler.core import Scheduler
 from labq.scheduler.entries import SetEntry
 from labq.scheduler.order import age_of, aged_priority, predictive_weight
+from labq.service.shortage import Shortages, shortage
 from labq.store import epoch
 
 Caps = dict[tuple[str, str], Priority | None]
@@ -35,14 +36,21 @@ def rows(core: Scheduler, now: datetime) -> list[QueueRow]:
 
     weighed.sort(key=order, reverse=True)
     caps: Caps = {}  # runs under the scheduler's lock: work out each (class, group) once
+    short: Shortages = {}
     return [
-        _row(core, entry, weight, position, at, caps)
+        _row(core, entry, weight, position, at, caps, short)
         for position, (entry, weight) in enumerate(weighed, 1)
     ]
 
 
 def _row(
-    core: Scheduler, entry: SetEntry, weight: float, position: int, at: float, caps: Caps
+    core: Scheduler,
+    entry: SetEntry,
+    weight: float,
+    position: int,
+    at: float,
+    caps: Caps,
+    short: Shortages,
 ) -> QueueRow:
     nominal = aged_priority(entry, at, core.config)
     cap = _best_cap(core, entry, caps)
@@ -61,7 +69,7 @@ def _row(
         spv=round(entry.spv, 3),
         weight=round(weight, 3),
         age_ticks=age_of(entry, at, core.config),
-        waits_for=core.waits_for(entry),
+        waits_for=core.waits_for(entry) or shortage(core, entry, short),
     )
 
 

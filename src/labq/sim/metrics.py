@@ -162,7 +162,7 @@ def _could_ever_run(world: World, run: SetRun) -> bool:
                 s.fqdn
                 for s in world.ledger.systems.values()
                 if s.lab == lab
-                and s.condition in (Condition.AUTOMATED, Condition.MANUAL)
+                and s.condition is Condition.AUTOMATED  # broken and manual ones: it waits
                 and s.fqdn not in r.excluded
                 and world.access.maximum(s.pools, run.group) is not None
                 and matches(r.requirement, s.facts())

@@ -22,9 +22,10 @@ from sqlalchemy.orm import aliased
 
 from labq.domain import filters
 from labq.domain.dependencies import Dependency, Edge, find_cycle, states_text, verdict
-from labq.domain.states import FINAL_RECIPE_STATES, RecipeState, derived_state
+from labq.domain.states import FINAL_RECIPE_STATES, RecipeState
 from labq.errors import InputError, NotFoundError
 from labq.store.columns import values_of
+from labq.store.jobstate import job_states
 from labq.store.moves import RecipeMoves
 from labq.store.tables import (
     Filters,
@@ -37,7 +38,6 @@ from labq.store.tables import (
     RecipeSets,
     Users,
 )
-from labq.store.views import current_attempts
 
 
 @dataclass(frozen=True)
@@ -133,25 +133,9 @@ class AdmissionStore(RecipeMoves):
         return out
 
     def ended_jobs(self, job_ids: Iterable[int]) -> dict[int, RecipeState]:
-        """The end state of each of these jobs that has ended (every current set final)."""
-        wanted = sorted(set(job_ids))
-        if not wanted:
-            return {}
-        rows = self.conn.execute(
-            select(RecipeSets.job_id, RecipeSets.id, RecipeSets.retry_of, Recipes.state)
-            .join(Recipes, Recipes.recipe_set_id == RecipeSets.id)
-            .where(RecipeSets.job_id.in_(wanted))
-        ).all()
-        sets: dict[int, dict[int, tuple[int | None, list[RecipeState]]]] = defaultdict(dict)
-        for job_id, set_id, retry_of, state in rows:
-            sets[job_id].setdefault(set_id, (retry_of, []))[1].append(RecipeState(state))
-        out = {}
-        for job_id, by_set in sets.items():
-            current = current_attempts(by_set.items(), key=lambda s: (s[0], s[1][0]))
-            states = [state for _, (_, found) in current for state in found]
-            if all(s.is_final for s in states):
-                out[job_id] = derived_state(states)
-        return out
+        """The end state of each of these jobs that has ended (no attempt can follow)."""
+        found = job_states(self.conn, job_ids)
+        return {job_id: state for job_id, state in found.items() if state.is_final}
 
     def dependents_to_review(self) -> dict[int, list[int]]:
         """Jobs with sets still waiting that depend on a job that has ended: job → those sets.

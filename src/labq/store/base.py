@@ -7,11 +7,12 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import ColumnElement, Connection, Row, insert, select, update
+from sqlalchemy import ColumnElement, Connection, Row, case, insert, literal, select, update
 from sqlalchemy.orm import InstrumentedAttribute
 
 from labq.domain.states import Condition, Usage
 from labq.errors import ConflictError, NotFoundError
+from labq.store.columns import UTCDateTime
 from labq.store.tables import Activity, Groups, Labs, Pools, Systems, UsageHistory, Users
 
 Named = Labs | Users | Groups | Pools
@@ -100,28 +101,40 @@ class StoreBase:
         return after
 
     def _record(self, system: SystemState, now: datetime, *, first: bool = False) -> None:
-        """Close the system's open history row at ``now`` and open one for its state."""
-        if not first:
-            closed = self.conn.execute(
-                update(UsageHistory)
-                .where(
-                    UsageHistory.system_id == system.id,
-                    UsageHistory.ended_at.is_(None),
-                    UsageHistory.started_at <= now,
-                )
-                .values(ended_at=now)
-            )
-            if closed.rowcount != 1:
-                raise ValueError(f"{system.fqdn}: no open history row that started by {now}")
+        """Close the system's open history row and open one for its state."""
+        start = now if first else self._close_open_row(system, now)
         self.conn.execute(
             insert(UsageHistory).values(
                 system_id=system.id,
                 usage=system.usage.value,
                 condition=system.condition.value,
                 recipe_id=system.recipe_id,
-                started_at=now,
+                started_at=start,
             )
         )
+
+    def _close_open_row(self, system: SystemState, now: datetime) -> datetime:
+        """End the open row at ``now``, or at its own start if ``now`` is before it.
+
+        The guarded update of the system has already put this change after the
+        one that opened the row, whatever the clocks say: two changes may share a
+        clock tick, and another process's clock may be a little ahead of ours.
+        So history never goes back; a change that seems to does so at once.
+        """
+        ended = case(
+            (UsageHistory.started_at > now, UsageHistory.started_at),
+            else_=literal(now, UTCDateTime()),
+        )
+        closed = self.conn.execute(
+            update(UsageHistory)
+            .where(UsageHistory.system_id == system.id, UsageHistory.ended_at.is_(None))
+            .values(ended_at=ended)
+            .returning(UsageHistory.ended_at)
+        ).all()
+        ends = [end for (end,) in closed if end is not None]
+        if len(ends) != 1:
+            raise ValueError(f"{system.fqdn}: {len(closed)} open history rows, not one")
+        return ends[0]
 
     # --- the activity log ------------------------------------------------------
 

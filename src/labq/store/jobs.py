@@ -18,6 +18,7 @@ from labq.domain.priority import Priority
 from labq.domain.states import FINAL_RECIPE_STATES, RecipeState, derived_state
 from labq.errors import InputError, NotFoundError
 from labq.store.columns import values_of
+from labq.store.jobstate import job_states
 from labq.store.loading import TASK_FIELDS, JobLoader
 from labq.store.moves import RecipeMoves
 from labq.store.people import PeopleStore
@@ -30,7 +31,7 @@ from labq.store.tables import (
     RecipeSets,
     Tasks,
 )
-from labq.store.views import JobView, current_attempts
+from labq.store.views import JobView
 
 
 class JobStore(PeopleStore, RecipeMoves, JobLoader):
@@ -70,37 +71,56 @@ class JobStore(PeopleStore, RecipeMoves, JobLoader):
 
     def job_state(self, job_id: int) -> RecipeState:
         """A job's state, derived from the recipes of each set's latest attempt."""
-        sets = self.conn.execute(
-            select(RecipeSets.id, RecipeSets.retry_of).where(RecipeSets.job_id == job_id)
-        ).all()
-        if not sets:
+        found = job_states(self.conn, [job_id])
+        if job_id not in found:
             raise NotFoundError(f"no job {job_id}")
-        current = [s.id for s in current_attempts(sets, key=lambda s: (s.id, s.retry_of))]
-        states = select(Recipes.state).where(Recipes.recipe_set_id.in_(current))
-        return self._derive(states, f"job {job_id}")
+        return found[job_id]
 
     def cancel_job(
         self, job_id: int, *, actor: str, now: datetime, reason: str | None = None
     ) -> int:
-        """Cancel every unfinished recipe of a job; returns how many (0: nothing to do)."""
+        """Cancel a job; returns how many recipes it cancelled or asked to stop (0: none).
+
+        Sets not started yet end ``cancelled`` at once. Started sets are asked to
+        stop: their supervisor stops the tasks (``warn``, ``cancelled``), archives
+        the logs, and only then ends the recipes ``cancelled`` and lets the systems
+        go. Either way the set keeps the reason (``cancelled`` when none is given)
+        as its ``stop_reason``.
+        """
         with self.atomic():
             self._require_job(job_id)
-            unfinished = self.conn.execute(
-                select(Recipes.id)
-                .join(RecipeSets, RecipeSets.id == Recipes.recipe_set_id)
+            sets = self.conn.execute(
+                select(RecipeSets.id, RecipeSets.started_at)
                 .where(
                     RecipeSets.job_id == job_id,
-                    Recipes.state.not_in(values_of(FINAL_RECIPE_STATES)),
+                    RecipeSets.finished_at.is_(None),
+                    RecipeSets.stop_reason.is_(None),
                 )
-                .order_by(Recipes.id)
-            ).scalars()
-            count = sum(
-                self.move_recipe(recipe_id, RecipeState.CANCELLED, now=now, reason=reason)
-                for recipe_id in list(unfinished)
-            )
+                .order_by(RecipeSets.id)
+            ).all()
+            count = 0
+            for set_id, started_at in sets:
+                unfinished = self._open_recipes(set_id)
+                if started_at is None:
+                    for recipe_id in unfinished:
+                        self.move_recipe(recipe_id, RecipeState.CANCELLED, now=now, reason=reason)
+                stmt = update(RecipeSets).where(RecipeSets.id == set_id)
+                self.conn.execute(stmt.values(stop_reason=reason or "cancelled"))
+                count += len(unfinished)
             if count:
                 self._log(now, actor, "job", "cancel", object_id=job_id, reason=reason)
         return count
+
+    def _open_recipes(self, set_id: int) -> list[int]:
+        stmt = (
+            select(Recipes.id)
+            .where(
+                Recipes.recipe_set_id == set_id,
+                Recipes.state.not_in(values_of(FINAL_RECIPE_STATES)),
+            )
+            .order_by(Recipes.id)
+        )
+        return list(self.conn.execute(stmt).scalars())
 
     def change_priority(
         self, job_id: int, priority: Priority, *, actor: str, now: datetime

@@ -1,10 +1,9 @@
 """Listing jobs with filters and pages, filtering on the derived state in SQL.
 
 A job's state is derived from the recipes of each set's latest attempt
-(:func:`derived_state`). That rule is a minimum over a code per recipe state:
-unfinished states count by progress (the least advanced speaks for the whole),
-then aborted, cancelled, completed. So one ``GROUP BY`` gives every job's
-state, and the filter, the order and the page all happen in the database.
+(:mod:`labq.store.jobstate`). That rule is a minimum over a code per recipe
+state, so one ``GROUP BY`` gives every job's state, and the filter, the order
+and the page all happen in the database.
 """
 
 from __future__ import annotations
@@ -12,33 +11,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Final
 
-from sqlalchemy import ColumnElement, Select, case, exists, func, or_, select
-from sqlalchemy.orm import aliased
+from sqlalchemy import ColumnElement, Select, func, or_, select
 
 from labq.domain.model import EVERYBODY
 from labq.domain.states import RecipeState
+from labq.store.jobstate import STATE_CODES, job_state_codes
 from labq.store.loading import JobLoader
-from labq.store.tables import Groups, Jobs, Recipes, RecipeSets, Users
+from labq.store.tables import Groups, Jobs, Users
 from labq.store.views import JobView
 
-# The order that makes derived_state a minimum (see the module docstring).
-STATE_CODES: Final = {
-    state: code
-    for code, state in enumerate(
-        (
-            RecipeState.NEW,
-            RecipeState.QUEUED,
-            RecipeState.ASSIGNED,
-            RecipeState.SCHEDULED,
-            RecipeState.WAITING,
-            RecipeState.INSTALLING,
-            RecipeState.RUNNING,
-            RecipeState.ABORTED,
-            RecipeState.CANCELLED,
-            RecipeState.COMPLETED,
-        )
-    )
-}
 MAX_PAGE: Final = 1000
 
 
@@ -94,20 +75,7 @@ class JobListing(JobLoader):
         if submitted_after is not None:
             where.append(Jobs.submitted_at > submitted_after)
         if state is not None:
-            states = _job_state_codes().subquery()
+            states = job_state_codes().subquery()
             stmt = stmt.join(states, states.c.job_id == Jobs.id)
             where.append(states.c.code == STATE_CODES[state])
         return stmt.where(*where)
-
-
-def _job_state_codes() -> Select[int, int]:
-    """``(job_id, code)`` of every job: the minimum code over its current attempts' recipes."""
-    clone = aliased(RecipeSets)
-    superseded = exists().where(clone.retry_of == RecipeSets.id)
-    code = case({s.value: c for s, c in STATE_CODES.items()}, value=Recipes.state)
-    return (
-        select(RecipeSets.job_id.label("job_id"), func.min(code).label("code"))
-        .join(Recipes, Recipes.recipe_set_id == RecipeSets.id)
-        .where(~superseded)
-        .group_by(RecipeSets.job_id)
-    )

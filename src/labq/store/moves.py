@@ -45,7 +45,11 @@ _STAMPS: Final = {
 # An abort counts against a system only once its set started there (not a held one
 # given up); a completed recipe clears the count.
 _STARTED: Final = frozenset({RecipeState.WAITING, RecipeState.INSTALLING, RecipeState.RUNNING})
-_UNFINISHED_TASKS: Final = ("new", "running")
+# What a task that had not finished says when its recipe ends without it.
+_ENDED_WITH_RECIPE: Final = {
+    "new": "never ran: its recipe was {}",
+    "running": "still running when its recipe was {}",
+}
 
 
 class RecipeMoves(StoreBase):
@@ -123,13 +127,15 @@ class RecipeMoves(StoreBase):
         )
 
     def _end_tasks(self, recipe_id: int, target: RecipeState, now: datetime) -> None:
-        """Tasks a finished recipe never finished end with it (aborted, else cancelled)."""
+        """Tasks a finished recipe never finished end with it (aborted, else cancelled),
+        with a message saying so; they have no result, as nobody saw how they went."""
         status = "aborted" if target is RecipeState.ABORTED else "cancelled"
-        self.conn.execute(
-            update(Tasks)
-            .where(Tasks.recipe_id == recipe_id, Tasks.status.in_(_UNFINISHED_TASKS))
-            .values(status=status, finished_at=now)
-        )
+        for was, message in _ENDED_WITH_RECIPE.items():
+            self.conn.execute(
+                update(Tasks)
+                .where(Tasks.recipe_id == recipe_id, Tasks.status == was)
+                .values(status=status, finished_at=now, message=message.format(target.value))
+            )
 
     def _end_set(self, set_id: int, now: datetime) -> None:
         """The set has ended once its last recipe did: stamp it (its state stays derived)."""

@@ -208,7 +208,11 @@ class RecipeSets(Base):
             " AND supervisor_host IS NOT NULL AND heartbeat_at IS NOT NULL)",
             name="supervisor",
         ),
-        CheckConstraint("stop_reason IS NULL OR started_at IS NOT NULL", name="stop_after_start"),
+        # a started set asked to stop, or one cancelled before it started (then ended)
+        CheckConstraint(
+            "stop_reason IS NULL OR started_at IS NOT NULL OR finished_at IS NOT NULL",
+            name="stop_after_start",
+        ),
         CheckConstraint("claim IS NULL OR started_at IS NOT NULL", name="claim_after_start"),
         CheckConstraint("supervisor_pid IS NULL OR claim IS NOT NULL", name="supervisor_has_claim"),
         Index("ix_recipe_sets_unfinished", "id", sqlite_where=_OPEN, postgresql_where=_OPEN),
@@ -233,7 +237,7 @@ class RecipeSets(Base):
     supervisor_pid: Mapped[int | None]
     supervisor_host: Mapped[str | None] = mapped_column(Name)
     heartbeat_at: Mapped[datetime | None]
-    stop_reason: Mapped[str | None] = mapped_column(Text)  # a started set asked to stop
+    stop_reason: Mapped[str | None] = mapped_column(Text)  # why it was asked to stop or cancelled
     # The one supervisor that may run a started set: a token given when the set starts (or is
     # re-dispatched); every write a supervisor makes is guarded by it.
     claim: Mapped[str | None] = mapped_column(String(64))

@@ -16,7 +16,14 @@ from labq.domain.job import JobSpec, RecipeSetSpec
 from labq.domain.model import User
 from labq.domain.priority import Priority
 from labq.domain.requirements import Requirement
-from labq.domain.states import RecipeState, Result, derived_state, worst_result
+from labq.domain.states import (
+    RecipeState,
+    Result,
+    derived_state,
+    job_state,
+    retry_owed,
+    worst_result,
+)
 
 T = TypeVar("T")
 
@@ -89,6 +96,16 @@ class RecipeSetView:
         """The worst result of its recipes."""
         return worst_result(r.result for r in self.recipes)
 
+    @property
+    def retry_owed(self) -> bool:
+        """Ended aborted and may yet be retried: the scheduler has not decided yet."""
+        return retry_owed(
+            ((r.state, r.system is not None) for r in self.recipes),
+            attempt=self.attempt,
+            max_retries=self.spec.max_retries,
+            error=self.error,
+        )
+
 
 @dataclass(frozen=True)
 class JobView:
@@ -109,8 +126,11 @@ class JobView:
 
     @property
     def state(self) -> RecipeState:
-        """Derived from the recipes of the current attempts, never stored."""
-        return derived_state(r.state for s in self.current_sets for r in s.recipes)
+        """Derived from the recipes of the current attempts, never stored.
+
+        Not final while a retry is owed to a set (:func:`job_state`).
+        """
+        return job_state(((r.state for r in s.recipes), s.retry_owed) for s in self.current_sets)
 
     @property
     def result(self) -> Result | None:

@@ -202,6 +202,15 @@ def test_no_retry_when_no_other_system_fits_and_the_error_says_why():
     assert "no other system" in entry.error
 
 
+def test_the_hard_limit_stops_retries_and_the_error_says_so():
+    scenario = retry_scenario(3, lab_size=4, abort_on=("s1.lab1", "s2.lab1", "s3.lab1"))
+    scenario["config"]["retry"]["hard_limit"] = 1
+    result = run(scenario)
+    assert len(rows(result, "flaky")) == 2  # the first try and one retry
+    last = max((s for s in result.world.sets.values() if s.job == "flaky"), key=lambda s: s.id)
+    assert last.error == "not re-scheduled: the retry limit is reached (retry.hard_limit = 1)"
+
+
 def test_failed_tests_and_cancelled_sets_are_not_retried():
     scenario = retry_scenario(3)
     scenario["jobs"][0]["recipe_sets"][0]["recipes"][0]["outcome"] = "fail"
@@ -305,8 +314,8 @@ def test_a_set_without_max_time_never_backfills():
     assert started_at(result, "cand") >= 250
 
 
-def test_a_system_that_breaks_ends_queued_recipes_that_needed_only_it():
-    scenario = {
+def only_system_scenario(condition):
+    return {
         "labs": ["lab1"],
         "systems": [{"fqdn": "only", "lab": "lab1"}],
         "jobs": [
@@ -317,13 +326,39 @@ def test_a_system_that_breaks_ends_queued_recipes_that_needed_only_it():
                 "recipe_sets": [{"recipes": [{"host": {"fqdn": "only"}}]}],
             },
         ],
-        "events": [{"at": 50, "system": "only", "condition": "broken"}],
+        "events": [{"at": 50, "system": "only", "condition": condition}],
+    }
+
+
+def test_a_system_that_breaks_leaves_the_recipes_that_need_it_waiting():
+    result = run(only_system_scenario("broken"))  # it may be repaired
+    (row,) = rows(result, "second")
+    assert row["state"] == "queued"
+    (entry,) = [s for s in result.world.sets.values() if s.job == "second"]
+    assert entry.error is None
+
+
+def test_a_set_waiting_for_a_broken_system_holds_nothing_meanwhile():
+    scenario = {
+        "labs": ["lab1"],
+        "systems": systems(3),
+        "jobs": [
+            {"id": "wide", "recipe_sets": [{"recipes": [{"duration": 10}] * 3}]},
+            {"id": "small", "submit_at": 1, "recipe_sets": [{"recipes": [{"duration": 10}]}]},
+        ],
+        "events": [{"at": 0, "system": "s1.lab1", "condition": "broken"}],
     }
     result = run(scenario)
+    assert [row["state"] for row in rows(result, "small")] == ["completed"]
+    assert {row["state"] for row in rows(result, "wide")} == {"queued"}  # s1 may come back
+
+
+def test_a_removed_system_ends_queued_recipes_that_needed_only_it():
+    result = run(only_system_scenario("removed"))
     (row,) = rows(result, "second")
     assert row["state"] == "aborted"
     (entry,) = [s for s in result.world.sets.values() if s.job == "second"]
-    assert "only (broken)" in entry.error
+    assert "every matching system is removed: only (removed)" in entry.error
 
 
 def test_aging_lifts_a_low_job_over_later_normal_ones():

@@ -1,0 +1,87 @@
+"""Refusing at submission a recipe set that no system can ever run (docs/scheduling.md).
+
+"Ever" counts every system that is not removed: a broken or manual one may come
+back, a busy one will be free. So a set is refused when one of its recipes has
+no such system that matches it and that its group may use, or when no single lab
+has one for each of its recipes at once; a set whose systems are only unusable
+for now is stored, and waits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from labq.api.errors import ApiError
+from labq.domain.job import JobSpec, RecipeSetSpec, RecipeSpec
+from labq.domain.model import EVERYBODY, AccessPolicy, System
+from labq.domain.requirements import Facts, matches, signature
+from labq.domain.states import Condition
+from labq.scheduler.placement import gang_match, is_complete
+
+SHOWN: Final = 8  # systems named in a refusal; more are counted
+Known = tuple[System, Facts]
+
+
+def refuse_unrunnable(spec: JobSpec, systems: Sequence[System], policy: AccessPolicy) -> None:
+    """Raise a 422 naming the first recipe set (or its recipe) no system can ever run."""
+    known = [(s, s.facts()) for s in systems]  # facts once per system, not per recipe
+    for index, recipe_set in enumerate(spec.recipe_sets):
+        place, problem = _never_runs(recipe_set, known, spec.group, policy)
+        if problem is not None:
+            where = f"recipe_sets[{index}]" + (f".recipes[{place}]" if place is not None else "")
+            raise ApiError(422, f"{where}: can never run: {problem}", place=where)
+
+
+def _never_runs(
+    recipe_set: RecipeSetSpec, systems: Sequence[Known], group: str | None, policy: AccessPolicy
+) -> tuple[int | None, str | None]:
+    """``(recipe index or None for the whole set, why)``, or ``(None, None)`` if it can run."""
+    candidates: dict[int, list[System]] = {}
+    alike: dict[tuple[str, tuple[str, ...], str | None], list[System]] = {}
+    for index, recipe in enumerate(recipe_set.recipes):
+        key = (signature(recipe.host), tuple(sorted(recipe.exclude)), recipe.force)
+        if key not in alike:  # recipes with one requirement share their systems
+            usable, problem = _could_serve(recipe, systems, group, policy)
+            if problem is not None:
+                return index, problem
+            alike[key] = usable
+        candidates[index] = alike[key]
+    demands = dict.fromkeys(candidates, 1)
+    for lab in sorted({s.lab for found in candidates.values() for s in found}):
+        in_lab = {i: [s.fqdn for s in found if s.lab == lab] for i, found in candidates.items()}
+        if is_complete(demands, gang_match(demands, in_lab)):
+            return None, None
+    count = len(recipe_set.recipes)
+    return None, f"no single lab has a system for each of its {count} recipes at once"
+
+
+def _could_serve(
+    recipe: RecipeSpec, systems: Sequence[Known], group: str | None, policy: AccessPolicy
+) -> tuple[list[System], str | None]:
+    """The systems that could ever serve the recipe, or why there are none."""
+    matching = [
+        s
+        for s, facts in systems
+        if s.fqdn not in recipe.exclude
+        and (recipe.force is None or s.fqdn == recipe.force)
+        and matches(recipe.host, facts)
+    ]
+    if not matching:
+        forced = "" if recipe.force is None else f" (it is forced onto {recipe.force})"
+        return [], f"no system matches its host requirements{forced}"
+    present = [s for s in matching if s.condition is not Condition.REMOVED]
+    if not present:
+        return [], f"every matching system is removed: {_names(matching)}"
+    allowed = [s for s in present if policy.maximum(s.pools, group) is not None]
+    if not allowed:
+        who = group or EVERYBODY
+        names = _names(present)
+        return [], f"every matching system is in a pool group {who!r} may not use: {names}"
+    return allowed, None
+
+
+def _names(systems: Sequence[System]) -> str:
+    names = sorted(s.fqdn for s in systems)
+    more = len(names) - SHOWN
+    return ", ".join(names[:SHOWN]) + (f" and {more} more" if more > 0 else "")

@@ -1,0 +1,115 @@
+"""One rule for sets that cannot run (docs/scheduling.md, "Sets that cannot run").
+
+No system can *ever* run the set (none matches, none its group may use, no lab
+has enough, every match removed): refused at submission, 422, nothing stored.
+Its systems are only away for now (broken, manual) or busy: it waits, the queue
+says why, and the consistency pass leaves it alone until they are removed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from labq.domain.states import RecipeState
+
+from .test_admission import QUICK, Live, LiveFactory, make_live  # noqa: F401 - a fixture
+
+HOST_S3 = {"fqdn": "s3.lab"}
+
+
+@pytest.fixture
+def live(make_live: LiveFactory) -> Live:  # noqa: F811 - the fixture is used by name
+    return make_live()
+
+
+def one_set(*hosts: dict[str, Any]) -> dict[str, Any]:
+    return {"recipes": [{"host": host, "tasks": QUICK} for host in hosts]}
+
+
+def job_count(live: Live) -> int:
+    total: int = live.get("/jobs", who="root")["total"]
+    return total
+
+
+def condition(live: Live, fqdn: str, value: str) -> None:
+    answer = live.post(f"/systems/{fqdn}/condition", {"condition": value, "reason": "test"})
+    assert answer.status_code == 200, answer.text
+
+
+REFUSED = {
+    "nothing matches": (
+        "alice",
+        [one_set({"arch": "s390x"})],
+        "recipe_sets[0].recipes[0]",
+        "no system matches its host requirements",
+    ),
+    "only in a pool the group may not use": (
+        "bob",
+        [one_set({"pool": "perf"})],
+        "recipe_sets[0].recipes[0]",
+        "every matching system is in a pool group 'everybody' may not use: s1.lab",
+    ),
+    "no lab has enough": (
+        "alice",
+        [one_set(*[{"lab": "lab2"}] * 3)],
+        "recipe_sets[0]",
+        "no single lab has a system for each of its 3 recipes at once",
+    ),
+    "every match removed": (
+        "alice",
+        [one_set({}), one_set({}, HOST_S3)],
+        "recipe_sets[1].recipes[1]",
+        "every matching system is removed: s3.lab",
+    ),
+}
+
+
+@pytest.mark.parametrize(("who", "sets", "place", "why"), REFUSED.values(), ids=REFUSED.keys())
+def test_a_set_no_system_can_ever_run_is_refused_and_nothing_is_stored(
+    live: Live, who: str, sets: list[dict[str, Any]], place: str, why: str
+) -> None:
+    condition(live, "s3.lab", "removed")
+    before = job_count(live)
+    answer = live.post("/jobs", {"recipe_sets": sets}, who=who)
+    assert answer.status_code == 422, answer.text
+    error = answer.json()["error"]
+    assert error["place"] == place
+    assert error["message"] == f"{place}: can never run: {why}"
+    assert job_count(live) == before
+    assert live.get("/queue")["queue"] == []
+
+
+def test_a_set_whose_systems_are_away_waits_says_why_and_runs_when_one_is_back(
+    live: Live,
+) -> None:
+    condition(live, "s3.lab", "broken")
+    condition(live, "s4.lab", "manual")
+    broken = live.submit(recipe_sets=[one_set(HOST_S3)])
+    away = live.submit(recipe_sets=[one_set({"or": [HOST_S3, {"fqdn": "s4.lab"}]})])
+    waits = {row["job_id"]: row["waits_for"] for row in live.get("/queue")["queue"]}
+    assert waits == {
+        broken: "every matching system is broken: s3.lab",
+        away: "every matching system is broken or manual: s3.lab (broken), s4.lab (manual)",
+    }
+    live.service.post("consistency")  # broken and manual systems may come back: no abort
+    live.service.drain()
+    assert [live.job(j)["state"] for j in (broken, away)] == ["queued", "queued"]
+    condition(live, "s3.lab", "automated")
+    assert live.started(broken)
+    (row,) = live.get("/queue")["queue"]  # s3 is busy now: that is only its turn
+    assert (row["job_id"], row["waits_for"]) == (away, None)
+
+
+def test_a_waiting_set_whose_systems_are_removed_is_ended_by_the_consistency_pass(
+    live: Live,
+) -> None:
+    condition(live, "s3.lab", "broken")
+    job_id = live.submit(recipe_sets=[one_set(HOST_S3)])
+    condition(live, "s3.lab", "removed")
+    live.service.post("consistency")
+    live.service.drain()
+    shown = live.job(job_id)
+    assert shown["state"] == RecipeState.ABORTED.value
+    assert "every matching system is removed: s3.lab (removed)" in shown["sets"][0]["error"]
