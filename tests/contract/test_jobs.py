@@ -192,8 +192,8 @@ def test_a_started_set_is_asked_to_stop_and_keeps_the_reason(seeded: Repository)
     (running,), (waiting,) = recipe_ids(seeded, job_id)
     started = seeded.load_job(job_id).sets[0].id
     seeded.move_recipe(running, RecipeState.SCHEDULED, now=at(2), system="s1.lab")
-    seeded.start_recipe_set(started, lab="lab1", now=at(2))
-    seeded.record_supervisor(started, 7, "h", now=at(2))
+    seeded.start_recipe_set(started, lab="lab1", now=at(2), claim="c")
+    seeded.confirm_claim(started, "c", 7, "h", now=at(2))
     for state in (RecipeState.WAITING, RecipeState.INSTALLING, RecipeState.RUNNING):
         seeded.move_recipe(running, state, now=at(3))
     seeded.move_recipe(waiting, RecipeState.QUEUED, now=at(3))

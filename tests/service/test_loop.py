@@ -177,7 +177,7 @@ def test_a_cancelled_set_whose_supervisor_died_ends_cancelled_and_is_not_retried
     service.jobs_cancelled(job_id)
     service.drain()
     assert dispatcher.stopped == [set_id]
-    service.set_finished(set_id, -9)  # killed before it ended anything
+    service.set_finished(set_id, -9, dispatcher.claims[set_id])  # killed before it ended anything
     service.drain()
     with transaction(engine) as repo:
         (rs,) = repo.load_job(job_id).sets
