@@ -15,6 +15,7 @@ from labq.domain.job import JobSpec
 from labq.domain.states import RecipeState, Usage
 from labq.errors import InputError, NotFoundError
 from labq.store import Repository
+from labq.store.supervisors import Beat
 from labq.store.tables import Activity, Jobs, RecipeExcludes, Recipes, RecipeSets, Tasks
 
 from .conftest import at, job_spec, recipe_ids
@@ -202,7 +203,7 @@ def test_a_started_set_is_asked_to_stop_and_keeps_the_reason(seeded: Repository)
     # the supervisor stops the running recipe and ends it; the queued one ended at once
     assert seeded.recipe_state(running) is RecipeState.RUNNING
     assert seeded.get_system("s1.lab").recipe == running
-    assert not seeded.heartbeat(started, now=at(5))
+    assert seeded.heartbeat(started, now=at(5), claim="c") is Beat.STOP
     assert seeded.recipe_state(waiting) is RecipeState.CANCELLED
     assert [s.stop_reason for s in seeded.load_job(job_id).sets] == ["wrong kernel"] * 2
     (never_ran,) = seeded.get_recipe(waiting).tasks
