@@ -1,93 +1,67 @@
 """EASY backfilling against the sets that hold systems (DESIGN.md § Backfill).
 
-A set that is not holding may start on systems a higher-ranked holder needs only
-if its declared maximum time ends before that holder's earliest possible start.
-A set with no declared time never does.
+:class:`Backfill` keeps what a backfill search needs between events:
+
+- the *shelf*: waiting sets in a queue shaped by width and declared time, so a
+  search looks only at sets that could fit the room a reservation leaves
+  (:class:`~labq.scheduler.index.Window`) instead of walking the queue;
+- each holder's :class:`~labq.scheduler.reservation.Reservation`, worked out
+  once per change of its lab (not once per candidate);
+- the last search that found nothing per lab: the next system offered in the
+  same state, with no more room, skips the search.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Set
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 
 from labq.scheduler.entries import SetEntry
+from labq.scheduler.index import Queue, Window
+from labq.scheduler.reservation import Reservation
 
-if TYPE_CHECKING:
-    from labq.scheduler.core import Scheduler
-
-
-def delays_a_holder(
-    s: Scheduler,
-    entry: SetEntry,
-    lab: str,
-    systems: set[str],
-    cache: dict[Any, Any] | None = None,
-) -> bool:
-    """Whether starting ``entry`` on ``systems`` could push back a higher-ranked holder.
-
-    ``cache`` keeps each holder's free times for the length of one event.
-    """
-    mine = s.rank_of(entry)
-    for holder_id in s.holders.get(lab, ()):
-        holder = s.sets[holder_id]
-        if holder_id == entry.id or s.rank_of(holder) <= mine:
-            continue
-        needed = {r.klass for r in holder.unplaced()}
-        if not any(needed & s.index.classes_of.get(f, set()) for f in systems):
-            continue
-        if entry.max_time is None:
-            return True
-        if cache is None:
-            cache = {}
-        if holder_id not in cache:
-            cache[holder_id] = free_times(s, holder, lab)
-        start = start_given(cache[holder_id], len(holder.unplaced()), s.now, systems)
-        if s.now + entry.max_time > start:
-            return True
-    return False
+Stamp = tuple[Hashable, ...]  # what a remembered result depends on
 
 
-FreeTimes = list[tuple[float, str]]
+@dataclass
+class _Miss:
+    stamp: Stamp
+    window: Window
 
 
-def free_times(s: Scheduler, holder: SetEntry, lab: str) -> FreeTimes:
-    """When each system the holder could still use becomes free, soonest first."""
-    own = {r.id for r in holder.recipes}
-    representatives = {r.klass: r for r in holder.unplaced()}  # one class accepts the same
-    times: dict[str, float] = {}
-    for key, recipe in representatives.items():
-        for fqdn in s.index.systems_of[key]:
-            system = s.systems[fqdn]
-            if fqdn in times or system.lab != lab or system.recipe in own:
-                continue
-            if s._usable(system, recipe, holder):
-                times[fqdn] = _free_at(s, system.recipe)
-    return sorted((t, fqdn) for fqdn, t in times.items())
+class Backfill:
+    """The shelf of backfill candidates, holders' reservations, and searches that failed."""
 
+    def __init__(self) -> None:
+        self.shelf = Queue(shaped=True)
+        self._reserved: dict[tuple[int, str], tuple[Stamp, Reservation]] = {}
+        self._misses: dict[Hashable, _Miss] = {}
 
-def start_given(times: FreeTimes, missing: int, now: float, as_free: Set[str]) -> float:
-    """The ``missing``-th soonest free time, with ``as_free`` systems free now."""
-    if len(times) < missing:
-        return math.inf
-    freed = sum(1 for _, fqdn in times if fqdn in as_free) if as_free else 0
-    need = missing - freed
-    if need <= 0:
-        return now
-    for t, fqdn in times:  # the need-th soonest of the others
-        if fqdn in as_free:
-            continue
-        need -= 1
-        if need == 0:
-            return max(t, now)
-    return math.inf
+    def add(self, entry: SetEntry, klass: str) -> None:
+        """A waiting set (re)joins the queue with a recipe of ``klass``."""
+        self.shelf.push(entry, klass)
 
+    def reservation(
+        self, holder: SetEntry, lab: str, stamp: Stamp, compute: Callable[[], Reservation]
+    ) -> Reservation:
+        """The holder's reservation in ``lab``, worked out again only when ``stamp`` changed."""
+        key = (holder.id, lab)
+        known = self._reserved.get(key)
+        if known is not None and known[0] == stamp:
+            return known[1]
+        found = compute()
+        self._reserved[key] = (stamp, found)
+        return found
 
-def _free_at(s: Scheduler, recipe_id: int | None) -> float:
-    if recipe_id is None:
-        return s.now
-    other = s.sets[s.recipes[recipe_id].set_id]
-    if other.max_time is None:
-        return s.now
-    begins = other.started_at if other.started_at is not None else s.now
-    return max(s.now, begins + other.max_time)
+    def forget(self, set_id: int, lab: str) -> None:
+        """The set holds no more in ``lab``: drop its reservation."""
+        self._reserved.pop((set_id, lab), None)
+
+    def missed(self, where: Hashable, stamp: Stamp, window: Window) -> bool:
+        """Whether a search at ``where`` in the same state, with as much room, found nothing."""
+        miss = self._misses.get(where)
+        return miss is not None and miss.stamp == stamp and window.within(miss.window)
+
+    def miss(self, where: Hashable, stamp: Stamp, window: Window) -> None:
+        """Remember that a search found nothing (the stamp includes the shelf's version)."""
+        self._misses[where] = _Miss(stamp, window)

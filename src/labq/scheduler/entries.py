@@ -73,11 +73,14 @@ class RecipeEntry:
     owner: SetEntry | None = field(default=None, repr=False)
 
     def __setattr__(self, name: str, value: object) -> None:
+        if name != "system":
+            object.__setattr__(self, name, value)
+            return
+        had = self.__dict__.get("system") is not None
         object.__setattr__(self, name, value)
-        if name == "system":
-            owner = self.__dict__.get("owner")
-            if owner is not None:
-                owner.placement_changed()
+        owner = self.__dict__.get("owner")
+        if owner is not None and had != (value is not None):
+            owner.placement_changed(self, placed=value is not None)
 
 
 @dataclass
@@ -104,17 +107,29 @@ class SetEntry:
     throttle: str | None = None  # a full rate-limit bucket (the core)
     buckets: tuple[tuple[str, int], ...] = ()  # (rate-limit bucket, most running at once)
     version: int = field(default=0)  # bumped when its place in the queue changes
+    missing: int = field(default=0, init=False)  # recipes without a system
+    # per class, its recipes without a system (kept as recipes get and lose systems)
+    _open: dict[str, dict[int, RecipeEntry]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
     _unplaced: list[RecipeEntry] | None = field(default=None, repr=False, compare=False)
-    _wanted: dict[str, int] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for recipe in self.recipes:
             recipe.owner = self
+            if recipe.system is None:
+                self._open.setdefault(recipe.klass, {})[recipe.id] = recipe
+                self.missing += 1
 
-    def placement_changed(self) -> None:
-        """A recipe got or lost its system: forget what was worked out from placements."""
+    def placement_changed(self, recipe: RecipeEntry, *, placed: bool) -> None:
+        """A recipe got or lost its system: keep the counts, forget the cached list."""
         self._unplaced = None
-        self._wanted = None
+        if placed:
+            del self._open[recipe.klass][recipe.id]
+            self.missing -= 1
+        else:
+            self._open.setdefault(recipe.klass, {})[recipe.id] = recipe
+            self.missing += 1
 
     @property
     def started(self) -> bool:
@@ -131,20 +146,32 @@ class SetEntry:
         """Not started and not finished: it still wants systems."""
         return not self.finished and self.started_at is None
 
+    @property
+    def width(self) -> int:
+        """How many systems the whole set takes."""
+        return len(self.recipes)
+
     def unplaced(self) -> list[RecipeEntry]:
-        """Recipes without a system yet (do not change the list)."""
+        """Recipes without a system yet, in their order (do not change the list)."""
         if self._unplaced is None:
             self._unplaced = [r for r in self.recipes if r.system is None]
         return self._unplaced
 
     def wants(self, klass: str) -> bool:
         """Whether a recipe of this class still has no system."""
-        if self._wanted is None:
-            counts: dict[str, int] = {}
-            for recipe in self.unplaced():
-                counts[recipe.klass] = counts.get(recipe.klass, 0) + 1
-            self._wanted = counts
-        return klass in self._wanted
+        return bool(self._open.get(klass))
+
+    def open_recipe(self, klass: str) -> RecipeEntry | None:
+        """A recipe of this class without a system, if any."""
+        recipes = self._open.get(klass)
+        return next(iter(recipes.values())) if recipes else None
+
+    def demands(self) -> dict[str, int]:
+        """How many recipes of each class the whole set has."""
+        counts: dict[str, int] = {}
+        for recipe in self.recipes:
+            counts[recipe.klass] = counts.get(recipe.klass, 0) + 1
+        return counts
 
     def placed(self) -> list[RecipeEntry]:
         """Recipes holding a system."""

@@ -12,8 +12,12 @@ one recipe's choice would starve another's.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence, Set
 from typing import TypeVar
+
+from labq.domain.model import AccessPolicy
+from labq.scheduler.entries import RecipeEntry, SetEntry, SystemEntry
+from labq.scheduler.index import ClassIndex, condition_allows
 
 K = TypeVar("K", bound=Hashable)
 S = TypeVar("S", bound=Hashable)
@@ -117,3 +121,104 @@ def _flip(
         given[current].remove(handed_over)
         incoming = handed_over
         current = previous
+
+
+class Placer:
+    """Which systems may serve which recipes now, and matchings of sets onto them.
+
+    Dynamic viability (condition and pool access) is remembered until a system
+    is added or changes condition (:meth:`systems_changed`). Among systems that
+    would do, a set gets those the fewest waiting sets could use (the *demand*
+    on a system), so rare systems stay free for the sets that need them; then
+    by name.
+    """
+
+    def __init__(
+        self,
+        index: ClassIndex,
+        systems: Mapping[str, SystemEntry],
+        policy: AccessPolicy,
+        waiting: Mapping[str, int],
+    ) -> None:
+        self.index = index
+        self.systems = systems
+        self.policy = policy
+        self.waiting = waiting  # class -> waiting sets with a recipe of it (kept by the core)
+        self._usable: dict[tuple[str, str, str | None], bool] = {}
+        self._pools: dict[tuple[str, str, str | None], frozenset[str]] = {}
+
+    def systems_changed(self) -> None:
+        """A system was added or changed condition: forget what was worked out."""
+        self._usable.clear()
+        self._pools.clear()
+
+    def usable(self, system: SystemEntry, klass: str, group: str | None) -> bool:
+        """Dynamic viability: condition and pool access (the class checked the rest)."""
+        key = (system.fqdn, klass, group)
+        known = self._usable.get(key)
+        if known is None:
+            known = condition_allows(system, self.index.classes[klass]) and (
+                self.policy.maximum(system.pools, group) is not None
+            )
+            self._usable[key] = known
+        return known
+
+    def pool(self, lab: str, klass: str, group: str | None) -> frozenset[str]:
+        """The systems of ``lab`` a recipe of ``klass`` and ``group`` may use, whatever they do."""
+        key = (lab, klass, group)
+        found = self._pools.get(key)
+        if found is None:
+            found = frozenset(
+                f
+                for f in self.index.systems_of[klass]
+                if self.systems[f].lab == lab and self.usable(self.systems[f], klass, group)
+            )
+            self._pools[key] = found
+        return found
+
+    def place(
+        self,
+        entry: SetEntry,
+        lab: str,
+        available: Set[str],
+        *,
+        every: bool = False,
+        avoid: Set[str] = frozenset(),
+    ) -> dict[int, str]:
+        """A maximum matching of the set's unplaced recipes (``every``: all) onto ``available``.
+
+        Systems in ``avoid`` (borrowed ones) are taken last.
+        """
+        recipes = entry.recipes if every else entry.unplaced()
+        by_class: dict[str, list[RecipeEntry]] = {}
+        for recipe in recipes:
+            by_class.setdefault(recipe.klass, []).append(recipe)
+        candidates = {
+            key: self._preferred(
+                f
+                for f in self.index.systems_of[key] & available
+                if self.systems[f].lab == lab and self.usable(self.systems[f], key, entry.group)
+            )
+            for key in by_class
+        }
+        if avoid:
+            candidates = {k: sorted(v, key=lambda f: f in avoid) for k, v in candidates.items()}
+        given = gang_match({k: len(v) for k, v in by_class.items()}, candidates)
+        placement: dict[int, str] = {}
+        for key, systems in given.items():
+            for recipe, fqdn in zip(by_class[key], systems, strict=False):
+                placement[recipe.id] = fqdn
+        return placement
+
+    def demand(self, fqdn: str) -> int:
+        """How many waiting sets have a recipe that could use the system."""
+        return sum(self.waiting.get(k, 0) for k in self.index.classes_of.get(fqdn, ()))
+
+    def _preferred(self, systems: Iterable[str]) -> list[str]:
+        found = sorted(systems)
+        if len(found) < 2:
+            return found
+        demands = {f: self.demand(f) for f in found}
+        if len(set(demands.values())) == 1:
+            return found  # nothing to tell them apart: by name
+        return sorted(found, key=lambda f: demands[f])  # stable: by name within a demand

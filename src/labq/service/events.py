@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 from labq.domain.states import Condition, RecipeState
 from labq.scheduler import decisions as d
 from labq.scheduler.core import Scheduler
-from labq.scheduler.restore import offer
 from labq.service import bridge, eligibility
 from labq.store import Repository, epoch
 from labq.store.views import RecipeView
@@ -51,7 +50,7 @@ def decide(
         fresh = bridge.rebuild(repo, service.settings.scheduler())
         service.core = fresh
         free = sorted(f for systems in fresh.free.values() for f in systems)
-        return bridge.settle(repo, fresh, offer(fresh, free, at), now=now)
+        return bridge.settle(repo, fresh, fresh.offer(free, at), now=now)
     if event.kind == "locks":
         return locks_changed(repo, core, [int(event.key or 0)], now)
     if event.kind == "finished":
