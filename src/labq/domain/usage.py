@@ -16,9 +16,13 @@ from labq.domain.states import Condition, Usage
 BUSY: Final = frozenset({Usage.SCHEDULED, Usage.WAITING, Usage.INSTALLING, Usage.RUNNING})
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class UsageRecord:
-    """One stretch of time a system spent in one usage and condition."""
+    """One stretch of time a system spent in one usage and condition.
+
+    Only :class:`UsageHistory` ends an open row (in place: it is recorded for
+    every usage change); everyone else treats rows as values.
+    """
 
     system: str
     usage: Usage
@@ -29,7 +33,6 @@ class UsageRecord:
 
     def closed(self, at: float) -> UsageRecord:
         """This row, ended at ``at``."""
-        # the constructor, not dataclasses.replace: this runs for every usage change
         return UsageRecord(self.system, self.usage, self.condition, self.recipe, self.start, at)
 
 
@@ -38,20 +41,19 @@ class UsageHistory:
 
     def __init__(self) -> None:
         self.rows: list[UsageRecord] = []
-        self._open: dict[str, int] = {}
+        self._open: dict[str, UsageRecord] = {}
 
     def record(
         self, system: str, usage: Usage, condition: Condition, recipe: int | None, now: float
     ) -> UsageRecord:
         """Close the system's open row at ``now`` and open one for its new state."""
-        index = self._open.get(system)
-        if index is not None:
-            current = self.rows[index]
+        current = self._open.get(system)
+        if current is not None:
             if now < current.start:
                 raise ValueError(f"{system}: history cannot go back from {current.start} to {now}")
-            self.rows[index] = current.closed(now)
+            current.end = now
         row = UsageRecord(system, usage, condition, recipe, now)
-        self._open[system] = len(self.rows)
+        self._open[system] = row
         self.rows.append(row)
         return row
 
