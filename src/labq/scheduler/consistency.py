@@ -10,16 +10,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from labq.domain.model import AccessPolicy
-from labq.domain.states import Condition
-from labq.scheduler.entries import SetEntry, SystemEntry, ViabilityClass
-from labq.scheduler.index import ClassIndex, condition_allows, meets
-from labq.scheduler.placement import gang_match, is_complete
-
-# Conditions a system may come back from to serve again; broken and removed count as gone.
-POTENTIAL = frozenset({Condition.AUTOMATED, Condition.MANUAL})
-
-Serves = Callable[[SystemEntry, ViabilityClass], bool]  # a condition rule for one class
+from labq.scheduler.entries import SetEntry, SystemEntry
+from labq.scheduler.index import POTENTIAL, ClassIndex, meets
 
 
 @dataclass(frozen=True)
@@ -58,42 +50,6 @@ def repairs(
             reason = "held systems longer than holds.max_age without starting"
             out.append(Repair(entry.id, "unhold", reason))
     return out
-
-
-def runnable_in(
-    entry: SetEntry,
-    lab: str,
-    *,
-    index: ClassIndex,
-    systems: Mapping[str, SystemEntry],
-    policy: AccessPolicy,
-    serves: Serves,
-) -> bool:
-    """Whether the lab's systems could run the whole set, once free (whatever they do now)."""
-    demands = entry.demands()
-    candidates = {
-        key: sorted(
-            f
-            for f in index.systems_of[key]
-            if systems[f].lab == lab
-            and serves(systems[f], index.classes[key])
-            and policy.maximum(systems[f].pools, entry.group) is not None
-        )
-        for key in demands
-    }
-    return is_complete(demands, gang_match(demands, candidates))
-
-
-def may_come_back(system: SystemEntry, klass: ViabilityClass) -> bool:
-    """A system that serves now, or may again once an admin makes it automated."""
-    if klass.force is not None:
-        return system.condition is not Condition.REMOVED
-    return system.condition in POTENTIAL
-
-
-def serves_now(system: SystemEntry, klass: ViabilityClass) -> bool:
-    """A system whose condition lets it serve the class now."""
-    return condition_allows(system, klass)
 
 
 def unrunnable(entry: SetEntry, index: ClassIndex, systems: Mapping[str, SystemEntry]) -> str:

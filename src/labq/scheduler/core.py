@@ -39,13 +39,7 @@ from labq.domain.states import Condition, RecipeState
 from labq.scheduler import decisions as d
 from labq.scheduler.admission import Admission
 from labq.scheduler.backfill import Backfill
-from labq.scheduler.consistency import (
-    may_come_back,
-    repairs,
-    runnable_in,
-    serves_now,
-    unrunnable,
-)
+from labq.scheduler.consistency import repairs, unrunnable
 from labq.scheduler.entries import (
     Eligibility,
     RecipeEntry,
@@ -96,8 +90,6 @@ class Scheduler:
         self._epoch = 0  # bumped whenever the set of usable systems may change
         self._holds_moved: Counter[str] = Counter()  # lab -> when the backfill room may change
         self._placed_in: Counter[str] = Counter()  # lab -> whenever a system is given or taken
-        self._spare_cache: dict[str, tuple[int, dict[int, list[str]]]] = {}
-        self._possible: dict[tuple[int, str], tuple[int, bool]] = {}
 
     # --- events ---------------------------------------------------------------
 
@@ -371,21 +363,8 @@ class Scheduler:
         )
 
     def could_run_in(self, entry: SetEntry, lab: str) -> bool:
-        """Whether the systems ``lab`` may use now could run the whole set once free (cached)."""
-        key = (entry.id, lab)
-        cached = self._possible.get(key)
-        if cached is None or cached[0] != self._epoch:
-            able = runnable_in(
-                entry,
-                lab,
-                index=self.index,
-                systems=self.systems,
-                policy=self.policy,
-                serves=serves_now,
-            )
-            cached = (self._epoch, able)
-            self._possible[key] = cached
-        return cached[1]
+        """Whether the systems ``lab`` may use now could run the whole set once free."""
+        return self.placer.could_run(lab, entry.demands(), entry.group)
 
     def reservation_of(self, entry: SetEntry) -> Reservation | None:
         """A holder's reservation in its lab now (None for a set that holds nothing)."""
@@ -585,7 +564,7 @@ class Scheduler:
         (rule 1), or beside what the reserved sets need (rule 2). A bound: each candidate
         is checked exactly."""
         free = self._available(lab)
-        spares = {h: len(s) for h, s in self._spares_by_holder(lab).items()}
+        spares = {h: len(self.sets[h].held) for h in self.holders[lab]}
         room = len(free) + sum(spares.values())
         time, extra = NEVER, room
         for holder, reservation in protected:
@@ -645,7 +624,7 @@ class Scheduler:
         )
 
         def compute() -> Reservation:
-            blocked = {r.system for h in above for r in self.sets[h].placed() if r.system}
+            blocked: set[str] = set().union(*(self.sets[h].held for h in above))
             demands = entry.demands()
             pools = {k: self.placer.pool(lab, k, entry.group) for k in demands}
             return reserve(demands, pools, blocked, self.profile, lab, self._now)
@@ -655,22 +634,10 @@ class Scheduler:
     def _spares(self, lab: str, borrower: SetEntry) -> set[str]:
         """Systems the lab's other holders hold (they may lend them, within the backfill rules)."""
         out: set[str] = set()
-        for holder_id, spare in self._spares_by_holder(lab).items():
+        for holder_id in self.holders[lab]:
             if holder_id != borrower.id:
-                out.update(spare)
+                out |= self.sets[holder_id].held
         return out
-
-    def _spares_by_holder(self, lab: str) -> dict[int, list[str]]:
-        """Per holder of the lab, what it could lend (worked out once per change of holds)."""
-        cached = self._spare_cache.get(lab)
-        if cached is not None and cached[0] == self._placed_in[lab]:
-            return cached[1]
-        found: dict[int, list[str]] = {}
-        for holder_id in sorted(self.holders[lab]):
-            held = sorted(r.system for r in self.sets[holder_id].placed() if r.system is not None)
-            found[holder_id] = held
-        self._spare_cache[lab] = (self._placed_in[lab], found)
-        return found
 
     # --- holds ---------------------------------------------------------------------
 
@@ -750,7 +717,7 @@ class Scheduler:
             if free + sum(h.width - h.missing for h in lower) < holder.missing:
                 continue  # cannot complete: skip the matching
             pool = self._available(lab)
-            pool |= {r.system for h in lower for r in h.placed() if r.system is not None}
+            pool = pool.union(*(h.held for h in lower))
             pool |= {r.system for r in holder.recipes if r.system is not None}
             placement = self.placer.place(holder, lab, pool, every=True)
             if len(placement) < holder.width:
@@ -890,9 +857,13 @@ class Scheduler:
         if submission.id in self.sets:
             raise ValueError(f"recipe set {submission.id} is already known")
         recipes = []
+        keys: dict[tuple[int, frozenset[str], str | None], str] = {}  # a wide set repeats one
         for index, spec in enumerate(submission.recipes):
-            klass = ViabilityClass(spec.requirement, spec.excluded, spec.force)
-            key = self.index.add_class(klass)
+            same = (id(spec.requirement), spec.excluded, spec.force)
+            key = keys.get(same)
+            if key is None:
+                klass = ViabilityClass(spec.requirement, spec.excluded, spec.force)
+                key = keys[same] = self.index.add_class(klass)
             recipe = RecipeEntry(spec.id, submission.id, index, key, spec.role)
             self.recipes[spec.id] = recipe
             recipes.append(recipe)
@@ -954,10 +925,7 @@ class Scheduler:
         self._out.append(d.SetError(entry.id, message))
 
     def _could_ever_run_in(self, entry: SetEntry, lab: str) -> bool:
-        systems, policy = self.systems, self.policy
-        return runnable_in(
-            entry, lab, index=self.index, systems=systems, policy=policy, serves=may_come_back
-        )
+        return self.placer.could_run(lab, entry.demands(), entry.group, ever=True)
 
     # --- admission and the predictive weight -----------------------------------------
 

@@ -59,28 +59,46 @@ class SystemEntry:
     recipe: int | None = None  # the recipe that holds it
 
 
-@dataclass(eq=False)
 class RecipeEntry:
-    """One recipe of a set."""
+    """One recipe of a set. Giving it a system, or taking it back, tells its set."""
 
-    id: int
-    set_id: int
-    index: int
-    klass: str  # ViabilityClass.key
-    role: str | None = None
-    state: RecipeState = RecipeState.NEW
-    system: str | None = None
-    owner: SetEntry | None = field(default=None, repr=False)
+    __slots__ = ("_system", "id", "index", "klass", "owner", "role", "set_id", "state")
 
-    def __setattr__(self, name: str, value: object) -> None:
-        if name != "system":
-            object.__setattr__(self, name, value)
-            return
-        had = self.__dict__.get("system") is not None
-        object.__setattr__(self, name, value)
-        owner = self.__dict__.get("owner")
-        if owner is not None and had != (value is not None):
-            owner.placement_changed(self, placed=value is not None)
+    def __init__(
+        self,
+        id: int,
+        set_id: int,
+        index: int,
+        klass: str,  # ViabilityClass.key
+        role: str | None = None,
+        state: RecipeState = RecipeState.NEW,
+        system: str | None = None,
+    ) -> None:
+        self.id = id
+        self.set_id = set_id
+        self.index = index
+        self.klass = klass
+        self.role = role
+        self.state = state
+        self._system = system
+        self.owner: SetEntry | None = None
+
+    @property
+    def system(self) -> str | None:
+        """The system it holds."""
+        return self._system
+
+    @system.setter
+    def system(self, fqdn: str | None) -> None:
+        old, self._system = self._system, fqdn
+        if self.owner is not None and old != fqdn:
+            self.owner.placement_changed(self, old)
+
+    def __repr__(self) -> str:
+        return (
+            f"RecipeEntry(id={self.id}, set_id={self.set_id}, klass={self.klass!r},"
+            f" state={self.state.value}, system={self.system!r})"
+        )
 
 
 @dataclass
@@ -108,11 +126,13 @@ class SetEntry:
     buckets: tuple[tuple[str, int], ...] = ()  # (rate-limit bucket, most running at once)
     version: int = field(default=0)  # bumped when its place in the queue changes
     missing: int = field(default=0, init=False)  # recipes without a system
+    held: set[str] = field(default_factory=set, init=False, repr=False)  # systems it has
     # per class, its recipes without a system (kept as recipes get and lose systems)
     _open: dict[str, dict[int, RecipeEntry]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
     _unplaced: list[RecipeEntry] | None = field(default=None, repr=False, compare=False)
+    _demands: dict[str, int] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for recipe in self.recipes:
@@ -120,13 +140,19 @@ class SetEntry:
             if recipe.system is None:
                 self._open.setdefault(recipe.klass, {})[recipe.id] = recipe
                 self.missing += 1
+            else:
+                self.held.add(recipe.system)
 
-    def placement_changed(self, recipe: RecipeEntry, *, placed: bool) -> None:
-        """A recipe got or lost its system: keep the counts, forget the cached list."""
+    def placement_changed(self, recipe: RecipeEntry, old: str | None) -> None:
+        """A recipe got, lost or changed its system: keep the counts, forget the cached list."""
         self._unplaced = None
-        if placed:
+        if old is not None:
+            self.held.discard(old)
+        else:
             del self._open[recipe.klass][recipe.id]
             self.missing -= 1
+        if recipe.system is not None:
+            self.held.add(recipe.system)
         else:
             self._open.setdefault(recipe.klass, {})[recipe.id] = recipe
             self.missing += 1
@@ -167,11 +193,13 @@ class SetEntry:
         return next(iter(recipes.values())) if recipes else None
 
     def demands(self) -> dict[str, int]:
-        """How many recipes of each class the whole set has."""
-        counts: dict[str, int] = {}
-        for recipe in self.recipes:
-            counts[recipe.klass] = counts.get(recipe.klass, 0) + 1
-        return counts
+        """How many recipes of each class the whole set has (do not change the mapping)."""
+        if self._demands is None:
+            counts: dict[str, int] = {}
+            for recipe in self.recipes:
+                counts[recipe.klass] = counts.get(recipe.klass, 0) + 1
+            self._demands = counts
+        return self._demands
 
     def placed(self) -> list[RecipeEntry]:
         """Recipes holding a system."""

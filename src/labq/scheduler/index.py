@@ -45,6 +45,17 @@ def condition_allows(system: SystemEntry, klass: ViabilityClass) -> bool:
     return system.condition is Condition.AUTOMATED
 
 
+# Conditions a system may come back from to serve again; broken and removed count as gone.
+POTENTIAL = frozenset({Condition.AUTOMATED, Condition.MANUAL})
+
+
+def may_come_back(system: SystemEntry, klass: ViabilityClass) -> bool:
+    """A system that serves now, or may again once an admin makes it automated."""
+    if klass.force is not None:
+        return system.condition is not Condition.REMOVED
+    return system.condition in POTENTIAL
+
+
 FactKey = tuple[str, tuple[str, object]]
 
 

@@ -17,7 +17,7 @@ from typing import TypeVar
 
 from labq.domain.model import AccessPolicy
 from labq.scheduler.entries import RecipeEntry, SetEntry, SystemEntry
-from labq.scheduler.index import ClassIndex, condition_allows
+from labq.scheduler.index import ClassIndex, condition_allows, may_come_back
 
 K = TypeVar("K", bound=Hashable)
 S = TypeVar("S", bound=Hashable)
@@ -145,12 +145,14 @@ class Placer:
         self.policy = policy
         self.waiting = waiting  # class -> waiting sets with a recipe of it (kept by the core)
         self._usable: dict[tuple[str, str, str | None], bool] = {}
-        self._pools: dict[tuple[str, str, str | None], frozenset[str]] = {}
+        self._pools: dict[tuple[str, str, str | None, bool], frozenset[str]] = {}
+        self._runnable: dict[tuple[str, str | None, bool, tuple[tuple[str, int], ...]], bool] = {}
 
     def systems_changed(self) -> None:
         """A system was added or changed condition: forget what was worked out."""
         self._usable.clear()
         self._pools.clear()
+        self._runnable.clear()
 
     def usable(self, system: SystemEntry, klass: str, group: str | None) -> bool:
         """Dynamic viability: condition and pool access (the class checked the rest)."""
@@ -163,18 +165,45 @@ class Placer:
             self._usable[key] = known
         return known
 
-    def pool(self, lab: str, klass: str, group: str | None) -> frozenset[str]:
-        """The systems of ``lab`` a recipe of ``klass`` and ``group`` may use, whatever they do."""
-        key = (lab, klass, group)
+    def pool(
+        self, lab: str, klass: str, group: str | None, *, ever: bool = False
+    ) -> frozenset[str]:
+        """The systems of ``lab`` a recipe of ``klass`` and ``group`` may use, whatever they do
+        (``ever``: also manual ones, which may come back)."""
+        key = (lab, klass, group, ever)
         found = self._pools.get(key)
         if found is None:
+            klass_of = self.index.classes[klass]
             found = frozenset(
                 f
                 for f in self.index.systems_of[klass]
-                if self.systems[f].lab == lab and self.usable(self.systems[f], klass, group)
+                if self.systems[f].lab == lab
+                and (
+                    may_come_back(self.systems[f], klass_of)
+                    if ever
+                    else condition_allows(self.systems[f], klass_of)
+                )
+                and self.policy.maximum(self.systems[f].pools, group) is not None
             )
             self._pools[key] = found
         return found
+
+    def could_run(
+        self, lab: str, demands: Mapping[str, int], group: str | None, *, ever: bool = False
+    ) -> bool:
+        """Whether ``lab`` could run a whole set of these demands once its systems are free."""
+        key = (lab, group, ever, tuple(sorted(demands.items())))
+        known = self._runnable.get(key)
+        if known is None:
+            pools = {k: self.pool(lab, k, group, ever=ever) for k in demands}
+            if len(demands) == 1:
+                ((klass, need),) = demands.items()
+                known = len(pools[klass]) >= need
+            else:
+                options = {k: sorted(p) for k, p in pools.items()}
+                known = is_complete(demands, gang_match(demands, options))
+            self._runnable[key] = known
+        return known
 
     def place(
         self,

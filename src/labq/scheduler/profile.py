@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Sequence, Set
 
 COULD_END_NOW = -math.inf  # the end of a set without max_time: any moment
 
 End = tuple[float, str]  # (declared end, fqdn)
+_NONE: frozenset[str] = frozenset()
 
 
 class Profile:
@@ -23,17 +24,20 @@ class Profile:
     def __init__(self) -> None:
         self._ends: dict[str, list[End]] = {}  # lab -> sorted (end, fqdn)
         self._end_of: dict[str, tuple[str, float]] = {}  # fqdn -> (lab, end)
+        self._busy: dict[str, set[str]] = {}  # lab -> its busy systems
         self._versions: dict[str, int] = {}
 
     def occupy(self, lab: str, fqdns: Iterable[str], end: float | None) -> None:
         """A set started on ``fqdns``; ``end`` is its declared end (None: it could end now)."""
         value = COULD_END_NOW if end is None else end
         ends = self._ends.setdefault(lab, [])
+        busy = self._busy.setdefault(lab, set())
         for fqdn in fqdns:
             if fqdn in self._end_of:
                 raise ValueError(f"{fqdn} already runs a set")
             bisect.insort(ends, (value, fqdn))
             self._end_of[fqdn] = (lab, value)
+            busy.add(fqdn)
         self._versions[lab] = self._versions.get(lab, 0) + 1
 
     def vacate(self, fqdns: Iterable[str]) -> None:
@@ -45,6 +49,7 @@ class Profile:
             lab, value = found
             ends = self._ends[lab]
             del ends[bisect.bisect_left(ends, (value, fqdn))]
+            self._busy[lab].discard(fqdn)
             self._versions[lab] = self._versions.get(lab, 0) + 1
 
     def ends(self, lab: str) -> Sequence[End]:
@@ -54,6 +59,10 @@ class Profile:
     def busy(self, fqdn: str) -> bool:
         """Whether the system runs a started set."""
         return fqdn in self._end_of
+
+    def busy_in(self, lab: str) -> Set[str]:
+        """The lab's systems that run a started set (do not change it)."""
+        return self._busy.get(lab, _NONE)
 
     def free_at(self, fqdn: str, now: float) -> float:
         """When the system is declared free: now if it runs nothing or could end now."""

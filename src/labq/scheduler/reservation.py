@@ -50,7 +50,7 @@ class Reservation:
 
 def reserve(
     demands: Mapping[str, int],
-    pools: Mapping[str, Set[str]],
+    pools: Mapping[str, frozenset[str]],
     blocked: Set[str],
     profile: Profile,
     lab: str,
@@ -72,14 +72,15 @@ def reserve(
 def _one_class(
     demands: Mapping[str, int],
     need: int,
-    pool: Set[str],
+    pool: frozenset[str],
     blocked: Set[str],
     profile: Profile,
     lab: str,
     now: float,
 ) -> Reservation:
     """Counting is enough: the ``need``-th soonest free time of the pool."""
-    got = sum(1 for f in pool if not profile.busy(f) and f not in blocked)
+    # blocked systems are held, never busy: the two do not overlap
+    got = len(pool) - len(pool & profile.busy_in(lab)) - len(pool & blocked)
     start = now if got >= need else NEVER
     for end, fqdn in profile.ends(lab):
         if fqdn not in pool:
