@@ -483,6 +483,20 @@ class Scheduler:
             return None
         return ("move", entry, placement)
 
+    def _move_here(self, lab: str) -> None:
+        """A system of ``lab`` went idle: a set holding in another lab that can start here
+        whole now moves here (its holds there may wait for a system that is busy for long)."""
+        if lab in self.admission.paused:
+            return
+        elsewhere = [
+            self.sets[h] for other, ids in self.holders.items() if other != lab for h in ids
+        ]
+        for entry in sorted(elsewhere, key=self.rank_of, reverse=True):
+            choice = self._move_choice(entry, lab)
+            if choice is not None:
+                self._take(choice, lab)
+                return
+
     def _fit_now(self, entry: SetEntry, lab: str, *, every: bool) -> Placement | None:
         """A placement of the set on the lab's free systems, borrowing holders' spares if needed."""
         need = entry.width if every else entry.missing
@@ -850,6 +864,7 @@ class Scheduler:
             if self.holders[lab]:
                 # a holder may use it indirectly, by moving one of its own recipes onto it
                 self._complete_holders(lab)
+            self._move_here(lab)
 
     # --- sets joining and leaving the queue ------------------------------------------
 
