@@ -29,7 +29,7 @@ After every gain the holders of the lab are tried in rank order (wound-wait).
 
 from __future__ import annotations
 
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
 from labq.domain.locktable import Grant
@@ -39,6 +39,7 @@ from labq.domain.states import Condition, RecipeState
 from labq.scheduler import decisions as d
 from labq.scheduler.admission import Admission
 from labq.scheduler.backfill import Backfill
+from labq.scheduler.books import Books
 from labq.scheduler.consistency import repairs, unrunnable
 from labq.scheduler.entries import (
     Eligibility,
@@ -49,16 +50,17 @@ from labq.scheduler.entries import (
     SystemEntry,
     ViabilityClass,
 )
-from labq.scheduler.index import ClassIndex, Queue, Window
-from labq.scheduler.order import Rank, age_of, predictive_weight, rank
+from labq.scheduler.holds import Holds
+from labq.scheduler.index import ClassIndex, Queue
+from labq.scheduler.order import Rank, age_of, predictive_weight
 from labq.scheduler.placement import Placer
 from labq.scheduler.predictive import RunningLocks, declared, held
 from labq.scheduler.profile import Profile
-from labq.scheduler.reservation import NEVER, Reservation, reserve
+from labq.scheduler.reservation import Reservation
 from labq.scheduler.restore import RestoredSet, check_place, check_recipes
 from labq.scheduler.retry import retry_decision
 
-Placement = dict[int, str]  # recipe id -> system
+Placement = Mapping[int, str]  # recipe id -> system
 Choice = tuple[str, SetEntry, Placement]  # (start | grow | move | hold, set, systems)
 
 
@@ -68,28 +70,25 @@ class Scheduler:
     def __init__(self, config: SchedulerConfig | None = None, policy: AccessPolicy | None = None):
         self.config = config or SchedulerConfig()
         self.policy = policy or AccessPolicy()
-        self.systems: dict[str, SystemEntry] = {}
-        self.sets: dict[int, SetEntry] = {}
-        self.recipes: dict[int, RecipeEntry] = {}
-        self.free: dict[str, set[str]] = {}  # lab -> systems holding no recipe (not removed)
-        self.holders: dict[str, set[int]] = {}  # lab -> sets holding systems, not started
+        self.books = Books(self.config, self._requeue)
+        # what the service and the simulator read: the books' own mappings
+        self.systems = self.books.systems
+        self.sets = self.books.sets
+        self.recipes = self.books.recipes
+        self.free = self.books.free  # lab -> systems holding no recipe (not removed)
+        self.holders = self.books.holders  # lab -> sets holding systems, not started
         self.index = ClassIndex()
         self.queue = Queue()
         self.waiting_by_class: Counter[str] = Counter()  # class -> waiting sets with a recipe of it
         self.placer = Placer(self.index, self.systems, self.policy, self.waiting_by_class)
         self.profile = Profile()
-        self.backfill = Backfill()
+        self.backfill = Backfill(
+            self.books, self.placer, self.profile, self.index, self.policy, self.config
+        )
         self.admission = Admission(self.config)
+        self.holds = Holds(self.books, self.placer, self.backfill, self.admission, self._start)
         self.running_locks = RunningLocks(self.config.lock_levels)
         self.declaring: set[int] = set()  # waiting sets whose spv depends on running sets
-        self._reopen: set[str] = set()  # labs whose free systems must be offered again
-        self._out: list[d.Decision] = []
-        self._offers: deque[str] = deque()
-        self._pending: dict[str, set[str]] = {}  # lab -> systems to offer
-        self._now = 0.0
-        self._epoch = 0  # bumped whenever the set of usable systems may change
-        self._holds_moved: Counter[str] = Counter()  # lab -> when the backfill room may change
-        self._placed_in: Counter[str] = Counter()  # lab -> whenever a system is given or taken
 
     # --- events ---------------------------------------------------------------
 
@@ -98,7 +97,7 @@ class Scheduler:
         self._begin(now)
         self._add_system(system)
         if system.condition is not Condition.REMOVED:
-            self._make_pending(system.fqdn)
+            self.books.make_pending(system.fqdn)
         return self._finish()
 
     def change_condition(self, fqdn: str, condition: Condition, now: float) -> list[d.Decision]:
@@ -111,13 +110,13 @@ class Scheduler:
             recipe = self.recipes[system.recipe]
             holder = self.sets[recipe.set_id]
             if not holder.started and not self.placer.usable(system, recipe.klass, holder.group):
-                self._release(recipe, f"{fqdn} became {condition.value}")
-                self._settle_holder(holder)
+                self.books.take_back(recipe, f"{fqdn} became {condition.value}")
+                self.holds.settle(holder)
         elif condition is Condition.REMOVED:
             self.free[system.lab].discard(fqdn)
-            self._pending[system.lab].discard(fqdn)
+            self.books.pending[system.lab].discard(fqdn)
         else:
-            self._make_pending(fqdn)
+            self.books.make_pending(fqdn)
         return self._finish()
 
     def submit(self, sets: Sequence[SetSubmission], now: float) -> list[d.Decision]:
@@ -152,7 +151,7 @@ class Scheduler:
             if outcome is RecipeState.ABORTED and recipe.system is not None:
                 aborted_on[recipe.id] = recipe.system
             recipe.state = outcome
-            self._free_system(recipe)
+            self.books.free_system(recipe)
         self._retire(entry)
         if entry.started and entry.lab is not None:
             self._account_finish(entry, entry.lab)
@@ -165,7 +164,7 @@ class Scheduler:
             hard_limit=self.config.retry_hard_limit,
         )
         if decision is not None:
-            self._out.append(decision)
+            self.books.out.append(decision)
         self._drain()
         return self._finish()
 
@@ -179,12 +178,12 @@ class Scheduler:
             if entry.finished:
                 continue
             if entry.started:
-                self._out.append(d.Stop(set_id, reason))
+                self.books.out.append(d.Stop(set_id, reason))
                 continue
             for recipe in entry.recipes:
                 recipe.state = RecipeState.CANCELLED
-                self._out.append(d.Cancel(recipe.id, set_id))
-                self._free_system(recipe)
+                self.books.out.append(d.Cancel(recipe.id, set_id))
+                self.books.free_system(recipe)
             self._retire(entry)
         self._drain()
         return self._finish()
@@ -204,8 +203,8 @@ class Scheduler:
             if entry.lab is None:
                 self._place_new(entry)
             else:
-                self._holds_moved[entry.lab] += 1  # the ranks of its holders changed
-                self._complete_holders(entry.lab)
+                self.books.holds_moved[entry.lab] += 1  # the ranks of its holders changed
+                self.holds.complete(entry.lab)
             self._drain()
         return self._finish()
 
@@ -240,7 +239,7 @@ class Scheduler:
         if lab in self.admission.paused:
             self.admission.paused.discard(lab)
             if lab in self.free:  # a lab without systems has nothing to offer
-                self._reopen.add(lab)
+                self.books.reopen.add(lab)
         return self._finish()
 
     def locks_held(
@@ -271,7 +270,7 @@ class Scheduler:
             if repair.action == "abort":
                 self._abort_unrunnable(entry)
             else:
-                self._unhold(entry, repair.reason)
+                self.holds.unhold(entry, repair.reason)
         self._drain()
         return self._finish()
 
@@ -307,7 +306,7 @@ class Scheduler:
         for fqdn in fqdns:
             system = self.systems[fqdn]
             if system.recipe is None and system.condition is not Condition.REMOVED:
-                self._make_pending(fqdn)
+                self.books.make_pending(fqdn)
         return self._finish()
 
     # --- queries used by the service, the simulator and the tests ----------------
@@ -315,19 +314,19 @@ class Scheduler:
     @property
     def now(self) -> float:
         """The time of the event being handled."""
-        return self._now
+        return self.books.now
 
     def rank_of(self, entry: SetEntry) -> Rank:
         """The set's global hold rank now."""
-        return rank(entry, self._now, self.config)
+        return self.books.rank_of(entry)
 
     def weight_of(self, entry: SetEntry) -> float:
         """The set's predictive weight now (0 with the predictive order off)."""
-        return predictive_weight(entry, self._now, self.config)
+        return predictive_weight(entry, self.books.now, self.config)
 
     def age_ticks_of(self, entry: SetEntry, now: float | None = None) -> int:
         """How many ticks the set has waited."""
-        return age_of(entry, self._now if now is None else now, self.config)
+        return age_of(entry, self.books.now if now is None else now, self.config)
 
     def waits_for(self, entry: SetEntry) -> str | None:
         """What keeps a waiting set from running now, in plain words (None: only its turn)."""
@@ -370,7 +369,7 @@ class Scheduler:
         """A holder's reservation in its lab now (None for a set that holds nothing)."""
         if entry.lab is None or entry.id not in self.holders.get(entry.lab, ()):
             return None
-        return self._reservation(entry, entry.lab)
+        return self.backfill.reservation(entry, entry.lab)
 
     # --- placing a new set -----------------------------------------------------------
 
@@ -383,28 +382,28 @@ class Scheduler:
                 self._start(entry, lab, choice[2])
                 return
         hold = self._best_hold(entry, labs)
-        if hold is not None and self._may_hold(entry, hold[0]):
-            self._hold(entry, hold[0], hold[1])
+        if hold is not None and self.holds.may_hold(entry, hold[0]):
+            self.holds.hold(entry, hold[0], hold[1])
             return
         for recipe in entry.recipes:
             if recipe.state is RecipeState.NEW:
                 recipe.state = RecipeState.QUEUED
-                self._out.append(d.Enqueue(recipe.id, entry.id))
+                self.books.out.append(d.Enqueue(recipe.id, entry.id))
 
     def _best_hold(self, entry: SetEntry, labs: list[str]) -> tuple[str, Placement] | None:
         """The lab where the set would start soonest if it held there now, with what it holds."""
         options = []
         for lab in labs:
-            if not self._could_hold(entry, lab) or not self.could_run_in(entry, lab):
+            if not self.holds.could_hold(entry, lab) or not self.could_run_in(entry, lab):
                 continue
-            placement = self.placer.place(entry, lab, self._available(lab))
+            placement = self.placer.place(entry, lab, self.books.available(lab))
             if placement:
                 options.append((lab, placement))
         if len(options) < 2:
             return options[0] if options else None
         return min(
             options,
-            key=lambda o: (self._reservation(entry, o[0]).start, -len(o[1]), o[0]),
+            key=lambda o: (self.backfill.reservation(entry, o[0]).start, -len(o[1]), o[0]),
         )
 
     # --- the pending-system event ---------------------------------------------------
@@ -423,7 +422,7 @@ class Scheduler:
             and self.admission.slot_free(lab)
             and not self._completes_with(entry, lab)
         ):
-            backfill = self._backfill_choice(system, lab, entry)
+            backfill = self._backfill_choice(system, entry)
             if backfill is not None:
                 return self._take(backfill, lab)
         return self._take(first, lab)
@@ -433,7 +432,7 @@ class Scheduler:
         gate = self.admission.slot_free(lab)  # closed: sets may hold and grow, not start
         classes = self.index.classes_of.get(system.fqdn, set())
         candidates = self.queue.candidates(
-            system, classes, self.sets, self.policy, self._now, self.config
+            system, classes, self.sets, self.policy, self.books.now, self.config
         )
         skipped = 0
         try:
@@ -461,7 +460,7 @@ class Scheduler:
         choice = self._start_choice(entry, lab)
         if choice is not None:
             return choice
-        if self._could_hold(entry, lab) and self.could_run_in(entry, lab):
+        if self.holds.could_hold(entry, lab) and self.could_run_in(entry, lab):
             return ("hold", entry, {recipe.id: system.fqdn})
         return None
 
@@ -470,7 +469,7 @@ class Scheduler:
         if not self.admission.slot_free(lab):
             return None
         placement = self._fit_now(entry, lab, every=False)
-        if placement is None or self._delays(entry, lab, placement):
+        if placement is None or self.backfill.delays(entry, lab, placement):
             return None
         return ("start", entry, placement)
 
@@ -479,7 +478,7 @@ class Scheduler:
         if not self.admission.slot_free(lab) or not self.could_run_in(entry, lab):
             return None
         placement = self._fit_now(entry, lab, every=True)
-        if placement is None or self._delays(entry, lab, placement):
+        if placement is None or self.backfill.delays(entry, lab, placement):
             return None
         return ("move", entry, placement)
 
@@ -500,7 +499,7 @@ class Scheduler:
     def _fit_now(self, entry: SetEntry, lab: str, *, every: bool) -> Placement | None:
         """A placement of the set on the lab's free systems, borrowing holders' spares if needed."""
         need = entry.width if every else entry.missing
-        available = self._available(lab)
+        available = self.books.available(lab)
         if need <= len(available):
             placement = self.placer.place(entry, lab, available, every=every)
             if len(placement) == need:
@@ -513,137 +512,37 @@ class Scheduler:
 
     def _completes_with(self, entry: SetEntry, lab: str) -> bool:
         """Whether the set could start now with the lab's free systems (the offered one too)."""
-        if entry.missing > self._available_count(lab):
+        if entry.missing > self.books.available_count(lab):
             return False
-        return len(self.placer.place(entry, lab, self._available(lab))) == entry.missing
+        return len(self.placer.place(entry, lab, self.books.available(lab))) == entry.missing
 
     def _take(self, choice: Choice, lab: str) -> bool:
         how, entry, placement = choice
         if how == "start":
             self._start(entry, lab, placement)
         elif how == "move":
-            self._unhold(entry, f"moved to {lab}, where the set can start at once")
+            self.holds.unhold(entry, f"moved to {lab}, where the set can start at once")
             self._start(entry, lab, placement)
         elif how == "grow":
-            self._bind(entry, lab, placement)
-            self._complete_holders(lab)
-        elif self._may_hold(entry, lab):
-            self._hold(entry, lab, placement)
+            self.holds.bind(entry, lab, placement)
+            self.holds.complete(lab)
+        elif self.holds.may_hold(entry, lab):
+            self.holds.hold(entry, lab, placement)
         else:
             return False
         return True
 
     # --- backfill ------------------------------------------------------------------
 
-    def _backfill_choice(self, system: SystemEntry, lab: str, first: SetEntry) -> Choice | None:
+    def _backfill_choice(self, system: SystemEntry, first: SetEntry) -> Choice | None:
         """The best-ordered set that can start now and delays no reservation in the lab."""
-        protected = self._protected(lab, first)
-        window = self._window(lab, protected)
-        classes = self.index.classes_of.get(system.fqdn, set())
-        where = (lab, tuple(sorted(classes)), system.pools)
-        stamp = self._search_stamp(lab)
-        if self.backfill.missed(where, stamp, window):
-            return None
-        candidates = self.backfill.shelf.candidates(
-            system, classes, self.sets, self.policy, self._now, self.config, window
-        )
-        tries = 0
-        try:
-            for entry, key in candidates:
-                if entry.lab is not None or not entry.waiting or not entry.eligible:
-                    continue  # holders grow and complete on their own
-                if entry.id == first.id or not self.placer.usable(system, key, entry.group):
-                    continue
-                choice = self._start_choice(entry, lab)
-                if choice is not None and not self._delays_any(protected, entry, choice[2]):
-                    return choice
-                tries += 1
-                if tries >= self.config.backfill_depth:
-                    return None  # not a miss: the search stopped early
-        finally:
-            candidates.close()
-        self.backfill.miss(where, stamp, window)
-        return None
+        lab = system.lab
+        found = self.backfill.search(system, first, lambda entry: self._fit_start(entry, lab))
+        return None if found is None else ("start", found[0], dict(found[1]))
 
-    def _protected(self, lab: str, first: SetEntry) -> list[tuple[SetEntry, Reservation]]:
-        """The reservations a backfill must respect: the lab's holders, and ``first`` if it
-        would start holding."""
-        holders = [self.sets[h] for h in sorted(self.holders[lab])]
-        if first.id not in self.holders[lab]:
-            holders.append(first)
-        return [(h, self._reservation(h, lab)) for h in holders]
-
-    def _window(self, lab: str, protected: list[tuple[SetEntry, Reservation]]) -> Window:
-        """The room a backfill has: free systems and spares, before the soonest reserved start
-        (rule 1), or beside what the reserved sets need (rule 2). A bound: each candidate
-        is checked exactly."""
-        free = self._available(lab)
-        spares = {h: len(self.sets[h].held) for h in self.holders[lab]}
-        room = len(free) + sum(spares.values())
-        time, extra = NEVER, room
-        for holder, reservation in protected:
-            outside = sum(1 for f in free if f not in reservation.pool)
-            outside += sum(n for h, n in spares.items() if h != holder.id)
-            time = min(time, reservation.start - self._now)
-            extra = min(extra, reservation.extra + outside)
-        return Window(room, time, extra)
-
-    def _search_stamp(self, lab: str) -> tuple[object, ...]:
-        """What a backfill search's result depends on, but for the room (the window)."""
-        return (
-            self.backfill.shelf.version,
-            self.profile.version(lab),
-            self._holds_moved[lab],
-            self._epoch,
-            self._now,
-        )
-
-    def _delays(self, entry: SetEntry, lab: str, placement: Placement) -> bool:
-        """Whether starting ``entry`` on ``placement`` pushes back a higher-ranked holder."""
-        mine = self.rank_of(entry)
-        above = [
-            self.sets[h]
-            for h in sorted(self.holders[lab])
-            if h != entry.id and self.rank_of(self.sets[h]) > mine
-        ]
-        protected = [(h, self._reservation(h, lab)) for h in above]
-        return self._delays_any(protected, entry, placement)
-
-    def _delays_any(
-        self, protected: list[tuple[SetEntry, Reservation]], entry: SetEntry, placement: Placement
-    ) -> bool:
-        end = NEVER if entry.max_time is None else self._now + entry.max_time
-        taken = set(placement.values())
-        return any(
-            holder.id != entry.id and reservation.delays(end, taken)
-            for holder, reservation in protected
-        )
-
-    def _reservation(self, entry: SetEntry, lab: str) -> Reservation:
-        """The set's soonest start in ``lab`` as a holder there (worked out once per change)."""
-        mine = self.rank_of(entry)
-        above = [
-            h
-            for h in sorted(self.holders[lab])
-            if h != entry.id and self.rank_of(self.sets[h]) > mine
-        ]
-        # systems held by higher-ranked holders are not the set's to count on; the others
-        # (free, its own, lower holders') all count as free now, wherever they are
-        stamp = (
-            self.profile.version(lab),
-            self._epoch,
-            self._now,
-            tuple(above),
-            self._placed_in[lab] if above else -1,
-        )
-
-        def compute() -> Reservation:
-            blocked: set[str] = set().union(*(self.sets[h].held for h in above))
-            demands = entry.demands()
-            pools = {k: self.placer.pool(lab, k, entry.group) for k in demands}
-            return reserve(demands, pools, blocked, self.profile, lab, self._now)
-
-        return self.backfill.reservation(entry, lab, stamp, compute)
+    def _fit_start(self, entry: SetEntry, lab: str) -> Placement | None:
+        choice = self._start_choice(entry, lab)
+        return None if choice is None else choice[2]
 
     def _spares(self, lab: str, borrower: SetEntry) -> set[str]:
         """Systems the lab's other holders hold (they may lend them, within the backfill rules)."""
@@ -653,217 +552,46 @@ class Scheduler:
                 out |= self.sets[holder_id].held
         return out
 
-    # --- holds ---------------------------------------------------------------------
-
-    def _hold(self, entry: SetEntry, lab: str, placement: Placement) -> None:
-        """Make the set a holder in ``lab`` with these systems; its other recipes are assigned."""
-        self.holders[lab].add(entry.id)
-        self._holds_moved[lab] += 1
-        entry.held_since = self._now
-        self._bind(entry, lab, placement)
-        more = self.placer.place(entry, lab, self._available(lab))
-        if more:
-            self._bind(entry, lab, more)
-        for recipe in entry.recipes:
-            if recipe.system is None and recipe.state is not RecipeState.ASSIGNED:
-                recipe.state = RecipeState.ASSIGNED
-                self._out.append(d.Assign(recipe.id, entry.id))
-        self._complete_holders(lab)
-
-    def _could_hold(self, entry: SetEntry, lab: str) -> bool:
-        if not self.admission.slot_free(lab):
-            return False  # no new holds where nothing may start: the set may go elsewhere
-        holders = self.holders[lab]
-        if len(holders) < self.config.holds_per_lab:
-            return True
-        return any(self.rank_of(self.sets[h]) < self.rank_of(entry) for h in holders)
-
-    def _may_hold(self, entry: SetEntry, lab: str) -> bool:
-        """A free hold slot, or a lower-ranked holder whose slot this set then takes."""
-        holders = self.holders[lab]
-        if len(holders) < self.config.holds_per_lab:
-            return True
-        if not holders:
-            return False
-        lowest = min(holders, key=lambda h: self.rank_of(self.sets[h]))
-        if self.rank_of(self.sets[lowest]) >= self.rank_of(entry):
-            return False
-        self._unhold(self.sets[lowest], f"its hold slot went to higher-ranked set {entry.id}")
-        return True
-
-    def _unhold(self, entry: SetEntry, reason: str) -> None:
-        """Give back everything a holder holds; its recipes go back to the queue."""
-        for recipe in entry.placed():
-            self._release(recipe, reason)
-        self._settle_holder(entry)
-
-    def _settle_holder(self, entry: SetEntry) -> None:
-        """A holder left with no system is a holder no more: back to the queue."""
-        if entry.missing < entry.width or entry.lab is None or entry.started or entry.finished:
-            return
-        self._forget_holder(entry)
-        entry.lab = None
-        entry.held_since = None
-        for recipe in entry.recipes:
-            if recipe.state is RecipeState.ASSIGNED:
-                recipe.state = RecipeState.QUEUED
-                self._out.append(d.Enqueue(recipe.id, entry.id))
-
-    def _forget_holder(self, entry: SetEntry) -> None:
-        lab = entry.lab
-        if lab is not None and entry.id in self.holders.get(lab, set()):
-            self.holders[lab].discard(entry.id)
-            self._holds_moved[lab] += 1
-            self.backfill.forget(entry.id, lab)
-            self._admit(lab)
-
-    def _complete_holders(self, lab: str) -> None:
-        """Holders, best rank first, complete from free systems and lower holders' holds."""
-        while self.admission.slot_free(lab) and self._complete_one(lab):
-            pass
-
-    def _complete_one(self, lab: str) -> bool:
-        ranked = sorted(self.holders[lab], key=lambda h: self.rank_of(self.sets[h]), reverse=True)
-        free = self._available_count(lab)
-        for position, holder_id in enumerate(ranked):
-            holder = self.sets[holder_id]
-            lower = [self.sets[h] for h in ranked[position + 1 :]]
-            if free + sum(h.width - h.missing for h in lower) < holder.missing:
-                continue  # cannot complete: skip the matching
-            pool = self._available(lab)
-            pool = pool.union(*(h.held for h in lower))
-            pool |= {r.system for r in holder.recipes if r.system is not None}
-            placement = self.placer.place(holder, lab, pool, every=True)
-            if len(placement) < holder.width:
-                continue
-            # starting turns holds into running systems nobody can take back:
-            # the same backfill rule as for any set applies against better holders
-            if self._delays(holder, lab, placement):
-                continue
-            self._rearrange(holder, placement)
-            self._start(holder, lab, {})
-            return True
-        return False
-
-    def _rearrange(self, entry: SetEntry, placement: Placement) -> None:
-        """Let go of own holds the new placement moves elsewhere, then take the new ones."""
-        for recipe in entry.placed():
-            if placement.get(recipe.id) != recipe.system:
-                self._release(recipe, "rearranged within its own set")
-        moved = {rid: f for rid, f in placement.items() if self.recipes[rid].system != f}
-        if moved:
-            assert entry.lab is not None
-            self._bind(entry, entry.lab, moved)
-
-    def _admit(self, lab: str) -> None:
-        """A hold slot opened: offer the lab's idle systems again."""
-        for fqdn in sorted(self.free[lab]):
-            if fqdn not in self._pending[lab]:
-                self._offers.append(fqdn)
-
-    # --- moves: systems given and taken back ------------------------------------------
+    # --- moves: sets start ----------------------------------------------------------
 
     def _start(self, entry: SetEntry, lab: str, placement: Placement) -> None:
-        self._bind(entry, lab, placement)
-        self._forget_holder(entry)
-        entry.started_at = self._now
+        self.holds.bind(entry, lab, placement)
+        self.holds.forget(entry)
+        entry.started_at = self.books.now
         entry.held_since = None
-        self._out.append(d.Start(entry.id, lab))
+        self.books.out.append(d.Start(entry.id, lab))
         self._retire_waiting(entry)
-        end = None if entry.max_time is None else self._now + entry.max_time
+        end = None if entry.max_time is None else self.books.now + entry.max_time
         self.profile.occupy(lab, (r.system for r in entry.recipes if r.system), end)
         self._account_start(entry, lab)
 
-    def _bind(self, entry: SetEntry, lab: str, placement: Placement) -> None:
-        entry.lab = lab
-        for recipe_id, fqdn in placement.items():
-            recipe = self.recipes[recipe_id]
-            system = self.systems[fqdn]
-            if system.recipe is not None:
-                victim = self.recipes[system.recipe]
-                owner = self.sets[victim.set_id]
-                if self.rank_of(owner) > self.rank_of(entry):
-                    # lent: the holder keeps its place and reservation, even holding nothing
-                    self._release(victim, f"lent to set {entry.id}, which does not delay this set")
-                else:
-                    self._release(victim, f"taken by higher-ranked set {entry.id}")
-                    self._settle_holder(owner)
-            self.free[lab].discard(fqdn)
-            self._pending[lab].discard(fqdn)
-            system.recipe = recipe_id
-            recipe.system = fqdn
-            recipe.state = RecipeState.SCHEDULED
-            self._out.append(d.Schedule(recipe_id, entry.id, fqdn))
-        self._placed_in[lab] += 1
-        if entry.id in self.holders[lab] and entry.width - entry.missing > len(placement):
-            return  # a holder grew with free systems it already could lend: the same room
-        self._holds_moved[lab] += 1
-
-    def _release(self, recipe: RecipeEntry, reason: str) -> None:
-        fqdn = recipe.system
-        assert fqdn is not None
-        system = self.systems[fqdn]
-        system.recipe = None
-        recipe.system = None
-        recipe.state = RecipeState.ASSIGNED
-        self._holds_moved[system.lab] += 1
-        self._placed_in[system.lab] += 1
-        self._out.append(d.Release(recipe.id, recipe.set_id, fqdn, reason))
-        self._requeue(self.sets[recipe.set_id], recipe.klass)
-        if system.condition is not Condition.REMOVED:
-            self._make_pending(fqdn)
-
-    def _free_system(self, recipe: RecipeEntry) -> None:
-        fqdn = recipe.system
-        if fqdn is None:
-            return
-        recipe.system = None
-        system = self.systems[fqdn]
-        system.recipe = None
-        if system.condition is not Condition.REMOVED:
-            self._make_pending(fqdn)
-
-    def _make_pending(self, fqdn: str) -> None:
-        lab = self.systems[fqdn].lab
-        self.free[lab].discard(fqdn)
-        if fqdn not in self._pending[lab]:
-            self._pending[lab].add(fqdn)
-            self._offers.append(fqdn)
-
-    def _available(self, lab: str) -> set[str]:
-        """The lab's free systems, and those freed by this event and not yet offered."""
-        return self.free[lab] | self._pending[lab]
-
-    def _available_count(self, lab: str) -> int:
-        return len(self.free[lab]) + len(self._pending[lab])  # never both free and pending
-
     def _drain(self) -> None:
-        while self._offers or self._reopen:
-            if not self._offers:
-                lab = min(self._reopen)  # a slot opened or a set became eligible
-                self._reopen.discard(lab)
-                self._complete_holders(lab)
-                self._admit(lab)
+        while self.books.offers or self.books.reopen:
+            if not self.books.offers:
+                lab = min(self.books.reopen)  # a slot opened or a set became eligible
+                self.books.reopen.discard(lab)
+                self.holds.complete(lab)
+                self.books.admit(lab)
                 continue
-            fqdn = self._offers.popleft()
+            fqdn = self.books.offers.popleft()
             system = self.systems[fqdn]
             lab = system.lab
             if system.recipe is not None or system.condition is Condition.REMOVED:
-                self._pending[lab].discard(fqdn)
+                self.books.pending[lab].discard(fqdn)
                 continue
-            was_pending = fqdn in self._pending[lab]
+            was_pending = fqdn in self.books.pending[lab]
             if self._offer(system):
                 if system.recipe is None:  # a backfill started elsewhere: offer it again
-                    self._offers.append(fqdn)
+                    self.books.offers.append(fqdn)
                 continue
             if was_pending:
-                self._pending[lab].discard(fqdn)
+                self.books.pending[lab].discard(fqdn)
                 self.free[lab].add(fqdn)
                 if system.condition is Condition.AUTOMATED:
-                    self._out.append(d.Idle(fqdn))
+                    self.books.out.append(d.Idle(fqdn))
             if self.holders[lab]:
                 # a holder may use it indirectly, by moving one of its own recipes onto it
-                self._complete_holders(lab)
+                self.holds.complete(lab)
             self._move_here(lab)
 
     # --- sets joining and leaving the queue ------------------------------------------
@@ -926,18 +654,18 @@ class Scheduler:
             self.declaring.discard(entry.id)
             self.admission.leave(entry)
         entry.finished = True
-        self._forget_holder(entry)
+        self.holds.forget(entry)
 
     def _abort_unrunnable(self, entry: SetEntry) -> None:
         for recipe in entry.placed():
-            self._release(recipe, "its set can never run")
-        self._settle_holder(entry)
+            self.books.take_back(recipe, "its set can never run")
+        self.holds.settle(entry)
         message = unrunnable(entry, self.index, self.systems)
         for recipe in entry.recipes:
             recipe.state = RecipeState.ABORTED
-            self._out.append(d.Abort(recipe.id, entry.id, message))
+            self.books.out.append(d.Abort(recipe.id, entry.id, message))
         self._retire(entry)
-        self._out.append(d.SetError(entry.id, message))
+        self.books.out.append(d.SetError(entry.id, message))
 
     def _could_ever_run_in(self, entry: SetEntry, lab: str) -> bool:
         return self.placer.could_run(lab, entry.demands(), entry.group, ever=True)
@@ -970,7 +698,7 @@ class Scheduler:
 
     def _account_finish(self, entry: SetEntry, lab: str) -> None:
         buckets, reopened = self.admission.finished(entry, lab)
-        self._reopen.update(self.free.keys() if reopened is None else reopened)
+        self.books.reopen.update(self.free.keys() if reopened is None else reopened)
         self._rethrottle(buckets)
         if self.running_locks.remove(entry.id):
             self._refresh_spv()
@@ -1004,26 +732,20 @@ class Scheduler:
         entry.version += 1  # its heap items go stale either way
         if not entry.eligible:
             if entry.lab is not None and not entry.started:
-                self._unhold(entry, f"it may not run now: {self.waits_for(entry)}")
+                self.holds.unhold(entry, f"it may not run now: {self.waits_for(entry)}")
             return
         self._requeue_all(entry)
-        self._reopen.update(self.free.keys())
+        self.books.reopen.update(self.free.keys())
 
     # --- systems and restoring ---------------------------------------------------------
 
     def _add_system(self, system: SystemEntry) -> None:
-        if system.fqdn in self.systems:
-            raise ValueError(f"system {system.fqdn} is already known")
-        system.recipe = None
-        self.systems[system.fqdn] = system
+        self.books.add_system(system)
         self.index.add_system(system)
-        self.free.setdefault(system.lab, set())
-        self.holders.setdefault(system.lab, set())
-        self._pending.setdefault(system.lab, set())
-        self._systems_changed()
+        self.placer.systems_changed()
 
     def _systems_changed(self) -> None:
-        self._epoch += 1
+        self.books.epoch += 1
         self.placer.systems_changed()
 
     def _restore_set(self, restored: RestoredSet) -> None:
@@ -1068,12 +790,12 @@ class Scheduler:
     # --- bookkeeping ---------------------------------------------------------------
 
     def _begin(self, now: float) -> None:
-        if now < self._now:
-            raise ValueError(f"time went backwards: {now} < {self._now}")
-        self._now = now
-        self._out = []
+        if now < self.books.now:
+            raise ValueError(f"time went backwards: {now} < {self.books.now}")
+        self.books.now = now
+        self.books.out = []
 
     def _finish(self) -> list[d.Decision]:
         self._drain()
-        out, self._out = self._out, []
+        out, self.books.out = self.books.out, []
         return out
