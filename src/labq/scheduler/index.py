@@ -105,6 +105,9 @@ class ClassIndex:
     _by_term: dict[FactKey, set[str]] = field(default_factory=dict)
     _general: set[str] = field(default_factory=set)  # classes with no equality term
     _key_of: dict[ViabilityClass, str] = field(default_factory=dict)  # its text, worked out once
+    # per system, the classes it meets as one shared frozenset: systems alike share one
+    kinds_of: dict[str, frozenset[str]] = field(default_factory=dict)
+    _kinds: dict[frozenset[str], frozenset[str]] = field(default_factory=dict)
 
     def add_class(self, klass: ViabilityClass) -> str:
         """Register a class (once) and find the systems that meet it."""
@@ -126,6 +129,7 @@ class ClassIndex:
         self.systems_of[key] = met
         for fqdn in met:
             self.classes_of.setdefault(fqdn, set()).add(key)
+            self._kind(fqdn)
         return key
 
     def add_system(self, system: SystemEntry) -> None:
@@ -141,6 +145,11 @@ class ClassIndex:
         self.classes_of[system.fqdn] = met
         for key in met:
             self.systems_of[key].add(system.fqdn)
+        self._kind(system.fqdn)
+
+    def _kind(self, fqdn: str) -> None:
+        kind = frozenset(self.classes_of[fqdn])
+        self.kinds_of[fqdn] = self._kinds.setdefault(kind, kind)
 
 
 Cell = tuple[int, float]  # (smallest width, smallest max_time) of the sets it holds

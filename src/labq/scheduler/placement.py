@@ -241,13 +241,23 @@ class Placer:
 
     def demand(self, fqdn: str) -> int:
         """How many waiting sets have a recipe that could use the system."""
-        return sum(self.waiting.get(k, 0) for k in self.index.classes_of.get(fqdn, ()))
+        return self._demand(self.index.kinds_of.get(fqdn, frozenset()))
+
+    def _demand(self, kind: frozenset[str]) -> int:
+        return sum(self.waiting.get(k, 0) for k in kind)
 
     def _preferred(self, systems: Iterable[str]) -> list[str]:
         found = sorted(systems)
         if len(found) < 2:
             return found
-        demands = {f: self.demand(f) for f in found}
-        if len(set(demands.values())) == 1:
+        kinds = self.index.kinds_of
+        per_kind: dict[frozenset[str], int] = {}  # systems meeting the same classes share one
+        demands = {}
+        for fqdn in found:
+            kind = kinds.get(fqdn, frozenset())
+            if kind not in per_kind:
+                per_kind[kind] = self._demand(kind)
+            demands[fqdn] = per_kind[kind]
+        if len(set(per_kind.values())) == 1:
             return found  # nothing to tell them apart: by name
-        return sorted(found, key=lambda f: demands[f])  # stable: by name within a demand
+        return sorted(found, key=demands.__getitem__)  # stable: by name within a demand
