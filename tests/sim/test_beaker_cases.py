@@ -93,3 +93,12 @@ def test_with_nothing_waiting_for_it_a_system_is_chosen_by_name():
     data["jobs"][0]["recipe_sets"].pop()  # no set waits for the GPU
     result = run(data, "labq")
     assert systems_of(result, "pair") == {"anywhere": "a-gpu"}
+
+
+def test_a_set_of_a_batch_placed_by_an_offer_meanwhile_is_not_placed_again():
+    # a job's sets are placed best-ranked first, offering freed systems in between:
+    # one of them may start from such an offer before its turn (found by random_scenario)
+    from .test_invariants import random_scenario
+
+    result = run(random_scenario(111), "labq", 111)
+    assert stuck(result.world) == []

@@ -124,7 +124,8 @@ class Scheduler:
         self._begin(now)
         entries = [self._register(submission) for submission in sets]
         for entry in sorted(entries, key=self.rank_of, reverse=True):
-            self._place_new(entry)
+            if entry.lab is None and entry.waiting:  # an offer in between may have placed it
+                self._place_new(entry)
             self._drain()
         return self._finish()
 

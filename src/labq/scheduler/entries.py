@@ -18,7 +18,7 @@ class SchedulerConfig:
     aging_bump_after: float | None = 3600.0  # seconds waited per priority level; None: no aging
     aging_ceiling: Priority = Priority.HIGH
     retry_hard_limit: int = 3
-    holds_per_lab: int = 2
+    holds_per_lab: int = 1  # one reservation per lab, as EASY (docs/scheduling.md § Holds)
     holds_max_age: float | None = None  # seconds a set may hold systems without starting
     backfill_depth: int = 32  # candidates looked at past the first when seeking a backfill
     # the predictive queue (seed 004); ``predictive=False`` orders as if every weight were 0
