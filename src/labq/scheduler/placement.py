@@ -223,12 +223,7 @@ class Placer:
         for recipe in recipes:
             by_class.setdefault(recipe.klass, []).append(recipe)
         candidates = {
-            key: self._preferred(
-                f
-                for f in self.index.systems_of[key] & available
-                if self.systems[f].lab == lab and self.usable(self.systems[f], key, entry.group)
-            )
-            for key in by_class
+            key: self._preferred(self.pool(lab, key, entry.group) & available) for key in by_class
         }
         if avoid:
             candidates = {k: sorted(v, key=lambda f: f in avoid) for k, v in candidates.items()}
