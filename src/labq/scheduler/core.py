@@ -347,21 +347,6 @@ class Scheduler:
             return "; ".join(dict.fromkeys(r for r in reasons if r))
         return None
 
-    def klass(self, recipe: RecipeEntry) -> ViabilityClass:
-        """The viability class of a recipe."""
-        return self.index.classes[recipe.klass]
-
-    def viable_systems(
-        self, entry: SetEntry, recipe: RecipeEntry, lab: str | None = None
-    ) -> list[str]:
-        """Systems that may serve ``recipe`` now, whatever they are doing, in a stable order."""
-        return sorted(
-            f
-            for f in self.index.systems_of[recipe.klass]
-            if (lab is None or self.systems[f].lab == lab)
-            and self.placer.usable(self.systems[f], recipe.klass, entry.group)
-        )
-
     def could_run_in(self, entry: SetEntry, lab: str) -> bool:
         """Whether the systems ``lab`` may use now could run the whole set once free."""
         return self.placer.could_run(lab, entry.demands(), entry.group)
