@@ -5,10 +5,12 @@ the core never reads a clock (every event carries ``now``), a database or a proc
 
 The parts it consults, each with its own state:
 
+- ``books`` — systems, sets, recipes, who holds what; the primitive moves;
 - ``index`` / ``queue`` — viability classes, and waiting sets per class in order;
 - ``placer`` — who may use which system now, and gang matchings;
 - ``profile`` — when each busy system is declared free again;
-- ``backfill`` — the shaped shelf of candidates and holders' reservations;
+- ``backfill`` — holders' reservations, the shaped shelf of candidates, the search;
+- ``holds`` — who may hold, wound-wait and lending, holders completing;
 - ``admission`` / ``running_locks`` — running slots, buckets, and seed 004's weights.
 
 How a free system is given away (the pending-system event), in the system's

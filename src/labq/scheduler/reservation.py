@@ -114,9 +114,7 @@ def _several_classes(
             found, high = moments[middle], middle - 1
         else:
             low = middle + 1
-    options = {
-        k: sorted(f for f in pool if times.get(f, NEVER) <= found) for k, pool in pools.items()
-    }
+    options = _ready_by(pools, times, found)
     ready = sum(1 for t in times.values() if t <= found)
     extra = max(0, ready - sum(demands.values()))
     return Reservation(found, frozenset(union), extra, demands, options)
@@ -125,5 +123,11 @@ def _several_classes(
 def _placeable(
     demands: Mapping[str, int], pools: Mapping[str, Set[str]], times: Mapping[str, float], at: float
 ) -> bool:
-    options = {k: sorted(f for f in pool if times.get(f, NEVER) <= at) for k, pool in pools.items()}
-    return is_complete(demands, gang_match(demands, options))
+    return is_complete(demands, gang_match(demands, _ready_by(pools, times, at)))
+
+
+def _ready_by(
+    pools: Mapping[str, Set[str]], times: Mapping[str, float], at: float
+) -> dict[str, list[str]]:
+    """Per class, the systems of its pool free by ``at``, by name."""
+    return {k: sorted(f for f in pool if times.get(f, NEVER) <= at) for k, pool in pools.items()}
