@@ -228,6 +228,13 @@ def demo(port: int, directory: str | None) -> None:
     show_default=True,
     help="With --swf: declared max time: runtime, or xK (K times the runtime).",
 )
+@click.option(
+    "--config",
+    "config_file",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="A YAML file of scenario config keys (holds, queue, …) laid over the input's.",
+)
 def sim(
     scenario: str | None,
     policy: str,
@@ -239,6 +246,7 @@ def sim(
     nodes: int | None,
     limit: int | None,
     estimate: str,
+    config_file: str | None,
 ) -> None:
     """Run the scheduling core over a scenario or a workload trace with a virtual clock."""
     from labq.sim.command import run_sim
@@ -254,6 +262,7 @@ def sim(
         nodes=nodes,
         limit=limit,
         estimate=estimate,
+        config=config_file,
     )
 
 

@@ -38,7 +38,7 @@ class Retry(_Section):
 
 
 class Holds(_Section):
-    per_lab: Annotated[int, Field(ge=0)] = 2
+    per_lab: Annotated[int, Field(ge=0)] = 1
     max_age: Seconds | None = None  # a hold older than this is released by the consistency pass
 
 

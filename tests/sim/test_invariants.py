@@ -29,8 +29,6 @@ ROOT = Path(__file__).parents[2]
 POLICIES = sorted(registry())
 # Policies that hold nothing, or one set at a time, cannot deadlock: nothing may be stuck.
 NEVER_STUCK = frozenset({"easy", "teuthology-dispatcher", "teuthology-workers"})
-# A known fault of the labq core, kept visible (non-strict: it depends on memory addresses
-# and string hashing, so some runs agree). See docs/simulation.md § Known problems.
 HOSTS: list[dict[str, Any]] = [
     {},
     {"memory": {">=": 8}},

@@ -10,7 +10,7 @@ def test_defaults_without_a_file(monkeypatch):
     monkeypatch.delenv("LABQ_DB", raising=False)
     settings = load_settings()
     assert settings.server.port == 8080
-    assert settings.scheduler().holds_per_lab == 2
+    assert settings.scheduler().holds_per_lab == 1
     assert settings.lab("anything").backend == "local"
 
 

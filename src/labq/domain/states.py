@@ -19,6 +19,10 @@ S = TypeVar("S", bound=enum.Enum)
 class RecipeState(enum.Enum):
     """Where a recipe is in its life. ``processed`` does not exist (seed 000)."""
 
+    # members are singletons: hash by identity (Enum hashes the name in Python, and the
+    # simulator moves recipes and systems millions of times)
+    __hash__ = object.__hash__
+
     NEW = "new"
     QUEUED = "queued"
     ASSIGNED = "assigned"
@@ -44,6 +48,10 @@ class RecipeState(enum.Enum):
 class Usage(enum.Enum):
     """What a system is doing (seed 000's explicit usage state machine)."""
 
+    # members are singletons: hash by identity (Enum hashes the name in Python, and the
+    # simulator moves recipes and systems millions of times)
+    __hash__ = object.__hash__
+
     IDLE = "idle"
     PENDING = "pending"
     SCHEDULED = "scheduled"
@@ -54,6 +62,10 @@ class Usage(enum.Enum):
 
 class Condition(enum.Enum):
     """How a system may be used, as its admin says."""
+
+    # members are singletons: hash by identity (Enum hashes the name in Python, and the
+    # simulator moves recipes and systems millions of times)
+    __hash__ = object.__hash__
 
     AUTOMATED = "automated"
     MANUAL = "manual"

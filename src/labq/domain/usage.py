@@ -16,9 +16,13 @@ from labq.domain.states import Condition, Usage
 BUSY: Final = frozenset({Usage.SCHEDULED, Usage.WAITING, Usage.INSTALLING, Usage.RUNNING})
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class UsageRecord:
-    """One stretch of time a system spent in one usage and condition."""
+    """One stretch of time a system spent in one usage and condition.
+
+    Only :class:`UsageHistory` ends an open row (in place: it is recorded for
+    every usage change); everyone else treats rows as values.
+    """
 
     system: str
     usage: Usage
@@ -29,7 +33,6 @@ class UsageRecord:
 
     def closed(self, at: float) -> UsageRecord:
         """This row, ended at ``at``."""
-        # the constructor, not dataclasses.replace: this runs for every usage change
         return UsageRecord(self.system, self.usage, self.condition, self.recipe, self.start, at)
 
 
@@ -38,7 +41,7 @@ class UsageHistory:
 
     def __init__(self) -> None:
         self.rows: list[UsageRecord] = []
-        self._open: dict[str, int] = {}
+        self._open: dict[str, UsageRecord] = {}
 
     def record(
         self, system: str, usage: Usage, condition: Condition, recipe: int | None, now: float
@@ -49,13 +52,12 @@ class UsageHistory:
         ahead of the caller's) closes that row where it started: changes keep the
         order they were made in, and history never goes back.
         """
-        index = self._open.get(system)
-        if index is not None:
-            current = self.rows[index]
+        current = self._open.get(system)
+        if current is not None:
             now = max(now, current.start)
-            self.rows[index] = current.closed(now)
+            current.end = now
         row = UsageRecord(system, usage, condition, recipe, now)
-        self._open[system] = len(self.rows)
+        self._open[system] = row
         self.rows.append(row)
         return row
 

@@ -1,93 +1,188 @@
 """EASY backfilling against the sets that hold systems (DESIGN.md § Backfill).
 
-A set that is not holding may start on systems a higher-ranked holder needs only
-if its declared maximum time ends before that holder's earliest possible start.
-A set with no declared time never does.
+A holder's reservation (:mod:`labq.scheduler.reservation`) is its soonest
+start in its lab; a lower-ranked set may start now only if it delays no
+reservation: it ends by the reserved start (rule 1), or it takes only systems
+the holder will not need then (rule 2).
+
+:class:`Backfill` keeps what a search needs between events:
+
+- the *shelf*: waiting sets in a queue shaped by width and declared time, so a
+  search looks only at sets that could fit the room the reservations leave
+  (:class:`~labq.scheduler.index.Window`) instead of walking the queue;
+- each holder's reservation, worked out once per change of its lab (not once
+  per candidate);
+- the last search that found nothing per lab and system kind: the next system
+  offered in the same state, with no more room, skips the search.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Set
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass
 
-from labq.scheduler.entries import SetEntry
+from labq.domain.model import AccessPolicy
+from labq.scheduler.books import Books
+from labq.scheduler.entries import SchedulerConfig, SetEntry, SystemEntry
+from labq.scheduler.index import ClassIndex, Queue, Window
+from labq.scheduler.placement import Placer
+from labq.scheduler.profile import Profile
+from labq.scheduler.reservation import NEVER, Reservation, reserve
 
-if TYPE_CHECKING:
-    from labq.scheduler.core import Scheduler
-
-
-def delays_a_holder(
-    s: Scheduler,
-    entry: SetEntry,
-    lab: str,
-    systems: set[str],
-    cache: dict[Any, Any] | None = None,
-) -> bool:
-    """Whether starting ``entry`` on ``systems`` could push back a higher-ranked holder.
-
-    ``cache`` keeps each holder's free times for the length of one event.
-    """
-    mine = s.rank_of(entry)
-    for holder_id in s.holders.get(lab, ()):
-        holder = s.sets[holder_id]
-        if holder_id == entry.id or s.rank_of(holder) <= mine:
-            continue
-        needed = {r.klass for r in holder.unplaced()}
-        if not any(needed & s.index.classes_of.get(f, set()) for f in systems):
-            continue
-        if entry.max_time is None:
-            return True
-        if cache is None:
-            cache = {}
-        if holder_id not in cache:
-            cache[holder_id] = free_times(s, holder, lab)
-        start = start_given(cache[holder_id], len(holder.unplaced()), s.now, systems)
-        if s.now + entry.max_time > start:
-            return True
-    return False
+Placement = Mapping[int, str]  # recipe id -> system
+Fit = Callable[[SetEntry], Placement | None]  # a placement to start the set now, if any
+Stamp = tuple[Hashable, ...]  # what a remembered result depends on
+Protected = list[tuple[SetEntry, Reservation]]
 
 
-FreeTimes = list[tuple[float, str]]
+@dataclass
+class _Miss:
+    stamp: Stamp
+    window: Window
 
 
-def free_times(s: Scheduler, holder: SetEntry, lab: str) -> FreeTimes:
-    """When each system the holder could still use becomes free, soonest first."""
-    own = {r.id for r in holder.recipes}
-    representatives = {r.klass: r for r in holder.unplaced()}  # one class accepts the same
-    times: dict[str, float] = {}
-    for key, recipe in representatives.items():
-        for fqdn in s.index.systems_of[key]:
-            system = s.systems[fqdn]
-            if fqdn in times or system.lab != lab or system.recipe in own:
-                continue
-            if s._usable(system, recipe, holder):
-                times[fqdn] = _free_at(s, system.recipe)
-    return sorted((t, fqdn) for fqdn, t in times.items())
+class Backfill:
+    """Reservations of the holders, and the search for sets that may start before them."""
 
+    def __init__(
+        self,
+        books: Books,
+        placer: Placer,
+        profile: Profile,
+        index: ClassIndex,
+        policy: AccessPolicy,
+        config: SchedulerConfig,
+    ) -> None:
+        self.books = books
+        self.placer = placer
+        self.profile = profile
+        self.index = index
+        self.policy = policy
+        self.config = config
+        self.shelf = Queue(shaped=True)
+        self._reserved: dict[tuple[int, str], tuple[Stamp, Reservation]] = {}
+        self._misses: dict[Hashable, _Miss] = {}
 
-def start_given(times: FreeTimes, missing: int, now: float, as_free: Set[str]) -> float:
-    """The ``missing``-th soonest free time, with ``as_free`` systems free now."""
-    if len(times) < missing:
-        return math.inf
-    freed = sum(1 for _, fqdn in times if fqdn in as_free) if as_free else 0
-    need = missing - freed
-    if need <= 0:
-        return now
-    for t, fqdn in times:  # the need-th soonest of the others
-        if fqdn in as_free:
-            continue
-        need -= 1
-        if need == 0:
-            return max(t, now)
-    return math.inf
+    def add(self, entry: SetEntry, klass: str) -> None:
+        """A waiting set (re)joins the queue with a recipe of ``klass``."""
+        self.shelf.push(entry, klass)
 
+    def forget(self, set_id: int, lab: str) -> None:
+        """The set holds no more in ``lab``: drop its reservation."""
+        self._reserved.pop((set_id, lab), None)
 
-def _free_at(s: Scheduler, recipe_id: int | None) -> float:
-    if recipe_id is None:
-        return s.now
-    other = s.sets[s.recipes[recipe_id].set_id]
-    if other.max_time is None:
-        return s.now
-    begins = other.started_at if other.started_at is not None else s.now
-    return max(s.now, begins + other.max_time)
+    def reservation(self, entry: SetEntry, lab: str) -> Reservation:
+        """The set's soonest start in ``lab`` as a holder there (worked out once per change)."""
+        books = self.books
+        above = self._above(entry, lab)
+        # systems held by higher-ranked holders are not the set's to count on; the others
+        # (free, its own, lower holders') all count as free now, wherever they are
+        stamp = (
+            self.profile.version(lab),
+            books.epoch,
+            books.now,
+            tuple(h.id for h in above),
+            books.placed_in[lab] if above else -1,
+        )
+        known = self._reserved.get((entry.id, lab))
+        if known is not None and known[0] == stamp:
+            return known[1]
+        blocked: set[str] = set().union(*(h.held for h in above))
+        demands = entry.demands()
+        pools = {k: self.placer.pool(lab, k, entry.group) for k in demands}
+        found = reserve(demands, pools, blocked, self.profile, lab, books.now)
+        self._reserved[(entry.id, lab)] = (stamp, found)
+        return found
+
+    def delays(self, entry: SetEntry, lab: str, placement: Placement) -> bool:
+        """Whether starting ``entry`` on ``placement`` pushes back a higher-ranked holder."""
+        protected = [(h, self.reservation(h, lab)) for h in self._above(entry, lab)]
+        return self._delays_any(protected, entry, placement)
+
+    def search(
+        self, system: SystemEntry, first: SetEntry, fit: Fit
+    ) -> tuple[SetEntry, Placement] | None:
+        """The best-ordered set that can start now (``fit``) and delays no reservation.
+
+        ``first`` is the set the system would otherwise go to, a holder (or a set
+        that would start holding) that cannot start yet: it is protected too.
+        """
+        lab = system.lab
+        protected = self._protected(lab, first)
+        window = self._window(lab, protected)
+        classes = self.index.classes_of.get(system.fqdn, set())
+        where = (lab, tuple(sorted(classes)), system.pools)
+        stamp = self._stamp(lab)
+        miss = self._misses.get(where)
+        if miss is not None and miss.stamp == stamp and window.within(miss.window):
+            return None
+        books = self.books
+        candidates = self.shelf.candidates(
+            system, classes, books.sets, self.policy, books.now, self.config, window
+        )
+        tries = 0
+        try:
+            for entry, key in candidates:
+                if entry.lab is not None or not entry.waiting or not entry.eligible:
+                    continue  # holders grow and complete on their own
+                if entry.id == first.id or not self.placer.usable(system, key, entry.group):
+                    continue
+                placement = fit(entry)
+                if placement is not None and not self._delays_any(protected, entry, placement):
+                    return entry, placement
+                tries += 1
+                if tries >= self.config.backfill_depth:
+                    return None  # not a miss: the search stopped early
+        finally:
+            candidates.close()
+        self._misses[where] = _Miss(stamp, window)
+        return None
+
+    def _above(self, entry: SetEntry, lab: str) -> list[SetEntry]:
+        books = self.books
+        mine = books.rank_of(entry)
+        holders = (books.sets[h] for h in sorted(books.holders[lab]) if h != entry.id)
+        return [h for h in holders if books.rank_of(h) > mine]
+
+    def _protected(self, lab: str, first: SetEntry) -> Protected:
+        """The lab's holders, and ``first`` if it would start holding."""
+        books = self.books
+        holders = [books.sets[h] for h in sorted(books.holders[lab])]
+        if first.id not in books.holders[lab]:
+            holders.append(first)
+        return [(h, self.reservation(h, lab)) for h in holders]
+
+    def _delays_any(self, protected: Protected, entry: SetEntry, placement: Placement) -> bool:
+        end = NEVER if entry.max_time is None else self.books.now + entry.max_time
+        taken = set(placement.values())
+        return any(
+            holder.id != entry.id and reservation.delays(end, taken)
+            for holder, reservation in protected
+        )
+
+    def _window(self, lab: str, protected: Protected) -> Window:
+        """The room a backfill has: free systems and holders' (lendable) ones, before the
+        soonest reserved start (rule 1), or beside what the reserved sets need (rule 2).
+        A bound: each candidate is checked exactly."""
+        books = self.books
+        free = books.available(lab)
+        lendable = {h: len(books.sets[h].held) for h in books.holders[lab]}
+        room = len(free) + sum(lendable.values())
+        time, extra = NEVER, room
+        for holder, reservation in protected:
+            outside = sum(1 for f in free if f not in reservation.pool)
+            outside += sum(n for h, n in lendable.items() if h != holder.id)
+            time = min(time, reservation.start - books.now)
+            extra = min(extra, reservation.extra + outside)
+        return Window(room, time, extra)
+
+    def _stamp(self, lab: str) -> Stamp:
+        """What a search's result depends on, but for the room (the window)."""
+        books = self.books
+        return (
+            self.shelf.version,
+            self.profile.version(lab),
+            books.holds_moved[lab],
+            books.epoch,
+            books.now,
+        )

@@ -1,106 +1,78 @@
-"""The consistency pass: the slow timer that repairs what events cannot see coming."""
+"""The consistency pass: the slow timer that repairs what events cannot see coming.
+
+Pure: it looks at waiting sets and says what to repair (:class:`Repair`); the
+core carries the repairs out.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
 
-from labq.domain.states import Condition, RecipeState
-from labq.scheduler import decisions as d
-from labq.scheduler.entries import SetEntry
-from labq.scheduler.index import meets
-from labq.scheduler.placement import gang_match, is_complete
-
-if TYPE_CHECKING:
-    from labq.scheduler.core import Scheduler
-
-# Conditions a system may come back from to serve again (docs/scheduling.md, "ever"):
-# only removed systems are gone; a set waiting for broken or manual ones waits.
-_POTENTIAL = frozenset({Condition.AUTOMATED, Condition.MANUAL, Condition.BROKEN})
-# A set holds systems only for a gang that systems usable now could complete.
-_NOW = frozenset({Condition.AUTOMATED})
+from labq.scheduler.entries import SetEntry, SystemEntry
+from labq.scheduler.index import POTENTIAL, ClassIndex, meets
 
 
-def repair(s: Scheduler) -> None:
-    """Abort waiting sets no system can ever run; release holds that went bad or old."""
-    for entry in list(s.sets.values()):
-        if not entry.waiting:
-            continue
-        labs = [lab for lab in sorted(s.free) if s.could_run_in(entry, lab)]
-        if not labs and not possible_labs(s, entry, ever=True):
-            _abort_unrunnable(s, entry)
-        elif entry.lab is not None and entry.lab not in labs:
-            s._unhold(entry, f"lab {entry.lab} can no longer run the whole set")
-        elif _held_too_long(s, entry):
-            s._unhold(entry, "held systems longer than holds.max_age without starting")
+@dataclass(frozen=True)
+class Repair:
+    """What the pass decided for one waiting set."""
+
+    set_id: int
+    action: Literal["abort", "unhold"]
+    reason: str
 
 
-def possible_labs(
-    s: Scheduler, entry: SetEntry, only: str | None = None, *, ever: bool = False
-) -> list[str]:
-    """Labs whose usable systems could run the whole set, once free (whatever they do now).
+def repairs(
+    waiting: Iterable[SetEntry],
+    labs: Sequence[str],
+    *,
+    ever: Callable[[SetEntry, str], bool],
+    now_able: Callable[[SetEntry, str], bool],
+    max_age: float | None,
+    now: float,
+) -> list[Repair]:
+    """Abort sets no lab can ever run; release holds that can never complete or grew old.
 
-    ``ever`` counts the systems that are away for now (broken, manual) too.
+    ``ever`` says whether a lab could run the whole set once its systems come
+    back (manual ones included); ``now_able`` whether it could with the systems
+    it may use now. A hold in a lab that cannot complete the set now waits for
+    an admin, so it is given back, and the set may go to another lab.
     """
-    conditions = _POTENTIAL if ever else _NOW
     out = []
-    for lab in sorted(s.free) if only is None else [only]:
-        demands: dict[str, int] = {}
-        for recipe in entry.recipes:
-            demands[recipe.klass] = demands.get(recipe.klass, 0) + 1
-        candidates = {
-            key: sorted(
-                f
-                for f in s.index.systems_of[key]
-                if s.systems[f].lab == lab and _could_serve(s, entry, f, key, conditions)
-            )
-            for key in demands
-        }
-        if is_complete(demands, gang_match(demands, candidates)):
-            out.append(lab)
+    for entry in waiting:
+        if not any(ever(entry, lab) for lab in labs):
+            out.append(Repair(entry.id, "abort", ""))
+        elif entry.lab is not None and not now_able(entry, entry.lab):
+            reason = f"lab {entry.lab} cannot complete the set with the systems it may use now"
+            out.append(Repair(entry.id, "unhold", reason))
+        elif _held_too_long(entry, max_age, now):
+            reason = "held systems longer than holds.max_age without starting"
+            out.append(Repair(entry.id, "unhold", reason))
     return out
 
 
-def _could_serve(
-    s: Scheduler, entry: SetEntry, fqdn: str, key: str, conditions: frozenset[Condition]
-) -> bool:
-    system = s.systems[fqdn]
-    klass = s.index.classes[key]
-    if klass.force is not None:
-        ok = system.condition is not Condition.REMOVED
-    else:
-        ok = system.condition in conditions
-    return ok and s.policy.maximum(system.pools, entry.group) is not None
+def unrunnable(entry: SetEntry, index: ClassIndex, systems: Mapping[str, SystemEntry]) -> str:
+    """Why no lab can ever run the set, in plain words."""
+    reasons = []
+    for recipe in entry.recipes:
+        klass = index.classes[recipe.klass]
+        matching = [f for f, system in systems.items() if meets(system, klass)]
+        gone = [f"{f} ({systems[f].condition.value})" for f in sorted(matching)]
+        name = f"recipe {recipe.id}" + (f" (role {recipe.role})" if recipe.role else "")
+        if not matching:
+            reasons.append(f"{name}: no system matches its host requirements")
+        elif all(systems[f].condition not in POTENTIAL for f in matching):
+            reasons.append(f"{name}: every matching system is removed: {', '.join(gone)}")
+    if not reasons:
+        reasons.append("no single lab has enough usable systems for every recipe of the set")
+    return "can never run: " + "; ".join(reasons)
 
 
-def _held_too_long(s: Scheduler, entry: SetEntry) -> bool:
-    limit = s.config.holds_max_age
+def _held_too_long(entry: SetEntry, limit: float | None, now: float) -> bool:
     return (
         limit is not None
         and entry.lab is not None
         and entry.held_since is not None
-        and s.now - entry.held_since > limit
+        and now - entry.held_since > limit
     )
-
-
-def _abort_unrunnable(s: Scheduler, entry: SetEntry) -> None:
-    for recipe in entry.placed():
-        s._release(recipe, "its set can never run")
-    s._settle_holder(entry)
-    reasons = []
-    for recipe in entry.recipes:
-        klass = s.index.classes[recipe.klass]
-        matching = [f for f, sys in s.systems.items() if meets(sys, klass)]
-        gone = [f"{f} ({s.systems[f].condition.value})" for f in sorted(matching)]
-        name = f"recipe {recipe.id}" + (f" (role {recipe.role})" if recipe.role else "")
-        if not matching:
-            reasons.append(f"{name}: no system matches its host requirements")
-        elif all(s.systems[f].condition not in _POTENTIAL for f in matching):
-            reasons.append(f"{name}: every matching system is removed: {', '.join(gone)}")
-    if not reasons:
-        reasons.append("no single lab has enough usable systems for every recipe of the set")
-    message = "can never run: " + "; ".join(reasons)
-    for recipe in entry.recipes:
-        recipe.state = RecipeState.ABORTED
-        s._out.append(d.Abort(recipe.id, entry.id, message))
-    entry.finished = True
-    s._out.append(d.SetError(entry.id, message))

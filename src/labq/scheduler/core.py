@@ -1,30 +1,38 @@
 """The event-driven scheduler (DESIGN.md § Scheduling): events in, decisions out.
 
-State lives in memory and is rebuilt by replaying submissions at start; the
-core never reads a clock (every event carries ``now``), a database or a process.
+State lives in memory and is rebuilt from storage at start (:meth:`Scheduler.restore`);
+the core never reads a clock (every event carries ``now``), a database or a process.
+
+The parts it consults, each with its own state:
+
+- ``books`` — systems, sets, recipes, who holds what; the primitive moves;
+- ``index`` / ``queue`` — viability classes, and waiting sets per class in order;
+- ``placer`` — who may use which system now, and gang matchings;
+- ``profile`` — when each busy system is declared free again;
+- ``backfill`` — holders' reservations, the shaped shelf of candidates, the search;
+- ``holds`` — who may hold, wound-wait and lending, holders completing;
+- ``admission`` / ``running_locks`` — running slots, buckets, and seed 004's weights.
 
 How a free system is given away (the pending-system event), in the system's
-order (effective priority, nominal priority, weight, submit time, id):
+order (effective priority, nominal priority, weight, submit time, id): the
+first set that is allowed to take it does —
 
-1. a set already holding systems in the lab takes it;
-2. a set that can start at once with it (and the lab's free systems) takes
-   them all, unless that delays a higher-ranked holder (EASY backfill);
-3. a set that may hold here (a hold slot is free, or it outranks the lowest
-   holder, whose holds it then takes back) starts holding with it;
-4. else the next candidate is asked; if none, the system goes idle.
+1. a set holding systems in the lab grows with it;
+2. a set that can start at once (with the lab's free systems, or borrowing
+   holders' spares) starts, unless it would delay a higher-ranked holder's
+   reserved start (EASY backfill, both rules);
+3. a set holding in another lab that can start here at once moves here;
+4. a set that may hold here starts holding.
 
-After every gain the holders of the lab are tried in rank order: a holder that
-can complete with free systems and systems held by lower-ranked holders takes
-them (wound-wait) and starts. Ranks do not depend on systems, so the best-ranked
-holder of a lab can always finish once enough systems stop running: no cycle of
-sets waiting on each other can form.
+When that first set would only hold, the best-ordered set that can start now
+without delaying any reservation (found on the shelf) gets the system instead.
+After every gain the holders of the lab are tried in rank order (wound-wait).
 """
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from labq.domain.locktable import Grant
 from labq.domain.model import AccessPolicy
@@ -32,8 +40,9 @@ from labq.domain.priority import Priority
 from labq.domain.states import Condition, RecipeState
 from labq.scheduler import decisions as d
 from labq.scheduler.admission import Admission
-from labq.scheduler.backfill import delays_a_holder, free_times, start_given
-from labq.scheduler.consistency import possible_labs, repair
+from labq.scheduler.backfill import Backfill
+from labq.scheduler.books import Books
+from labq.scheduler.consistency import repairs, unrunnable
 from labq.scheduler.entries import (
     Eligibility,
     RecipeEntry,
@@ -43,17 +52,18 @@ from labq.scheduler.entries import (
     SystemEntry,
     ViabilityClass,
 )
-from labq.scheduler.index import ClassIndex, Queue, condition_allows
-from labq.scheduler.lending import lendable, spares
-from labq.scheduler.order import Rank, age_of, predictive_weight, rank
-from labq.scheduler.placement import gang_match
+from labq.scheduler.holds import Holds
+from labq.scheduler.index import ClassIndex, Queue
+from labq.scheduler.order import Rank, age_of, predictive_weight
+from labq.scheduler.placement import Placer
 from labq.scheduler.predictive import RunningLocks, declared, held
+from labq.scheduler.profile import Profile
+from labq.scheduler.reservation import Reservation
+from labq.scheduler.restore import RestoredSet, check_place, check_recipes
 from labq.scheduler.retry import retry_decision
 
-Placement = dict[int, str]  # recipe id -> system
-Choice = tuple[str, SetEntry, Placement]  # ("start" | "grow" | "hold", set, systems)
-# Per offer: set id -> its sorted free times; "available" -> the lab's free systems.
-FreeTimes = dict[Any, Any]
+Placement = Mapping[int, str]  # recipe id -> system
+Choice = tuple[str, SetEntry, Placement]  # (start | grow | move | hold, set, systems)
 
 
 class Scheduler:
@@ -62,44 +72,34 @@ class Scheduler:
     def __init__(self, config: SchedulerConfig | None = None, policy: AccessPolicy | None = None):
         self.config = config or SchedulerConfig()
         self.policy = policy or AccessPolicy()
-        self.systems: dict[str, SystemEntry] = {}
-        self.sets: dict[int, SetEntry] = {}
-        self.recipes: dict[int, RecipeEntry] = {}
+        self.books = Books(self.config, self._requeue)
+        # what the service and the simulator read: the books' own mappings
+        self.systems = self.books.systems
+        self.sets = self.books.sets
+        self.recipes = self.books.recipes
+        self.free = self.books.free  # lab -> systems holding no recipe (not removed)
+        self.holders = self.books.holders  # lab -> sets holding systems, not started
         self.index = ClassIndex()
         self.queue = Queue()
-        self.free: dict[str, set[str]] = {}  # lab -> systems holding no recipe (not removed)
-        self.holders: dict[str, set[int]] = {}  # lab -> sets holding systems, not started
+        self.waiting_by_class: Counter[str] = Counter()  # class -> waiting sets with a recipe of it
+        self.placer = Placer(self.index, self.systems, self.policy, self.waiting_by_class)
+        self.profile = Profile()
+        self.backfill = Backfill(
+            self.books, self.placer, self.profile, self.index, self.policy, self.config
+        )
         self.admission = Admission(self.config)
+        self.holds = Holds(self.books, self.placer, self.backfill, self.admission, self._start)
         self.running_locks = RunningLocks(self.config.lock_levels)
         self.declaring: set[int] = set()  # waiting sets whose spv depends on running sets
-        self._reopen: set[str] = set()  # labs whose free systems must be offered again
-        self._out: list[d.Decision] = []
-        self._offers: deque[str] = deque()
-        self._pending: set[str] = set()
-        self._now = 0.0
-        self._epoch = 0  # bumped whenever the set of usable systems may change
-        self._possible: dict[tuple[int, str], tuple[int, bool]] = {}
-        self._usable_memo: dict[tuple[str, str, str | None], bool] = {}
-        self._placements = 0  # bumped whenever a recipe gets or loses a system
-        self._cache: FreeTimes = {}
-        self._cache_version: tuple[int, int] = (-1, -1)
-        self._usable_epoch = 0
 
     # --- events ---------------------------------------------------------------
 
     def add_system(self, system: SystemEntry, now: float) -> list[d.Decision]:
         """A system joins a lab; an automated one is pending at once (seed 000)."""
         self._begin(now)
-        if system.fqdn in self.systems:
-            raise ValueError(f"system {system.fqdn} is already known")
-        system.recipe = None
-        self.systems[system.fqdn] = system
-        self.index.add_system(system)
-        self._epoch += 1
-        self.free.setdefault(system.lab, set())
-        self.holders.setdefault(system.lab, set())
+        self._add_system(system)
         if system.condition is not Condition.REMOVED:
-            self._make_pending(system.fqdn)
+            self.books.make_pending(system.fqdn)
         return self._finish()
 
     def change_condition(self, fqdn: str, condition: Condition, now: float) -> list[d.Decision]:
@@ -107,30 +107,32 @@ class Scheduler:
         self._begin(now)
         system = self.systems[fqdn]
         system.condition = condition
-        self._epoch += 1
+        self._systems_changed()
         if system.recipe is not None:
-            holder = self.sets[self.recipes[system.recipe].set_id]
-            if not holder.started and not self._usable(system, self.recipes[system.recipe]):
-                self._release(self.recipes[system.recipe], f"{fqdn} became {condition.value}")
-                self._settle_holder(holder)
+            recipe = self.recipes[system.recipe]
+            holder = self.sets[recipe.set_id]
+            if not holder.started and not self.placer.usable(system, recipe.klass, holder.group):
+                self.books.take_back(recipe, f"{fqdn} became {condition.value}")
+                self.holds.settle(holder)
         elif condition is Condition.REMOVED:
             self.free[system.lab].discard(fqdn)
-            self._pending.discard(fqdn)
+            self.books.pending[system.lab].discard(fqdn)
         else:
-            self._make_pending(fqdn)
+            self.books.make_pending(fqdn)
         return self._finish()
 
     def submit(self, sets: Sequence[SetSubmission], now: float) -> list[d.Decision]:
-        """The new-job event: try to place each new set on free systems."""
+        """The new-job event: place the new sets, best-ranked first, on free systems."""
         self._begin(now)
-        for submission in sets:
-            entry = self._register(submission)
-            self._place_new(entry)
+        entries = [self._register(submission) for submission in sets]
+        for entry in sorted(entries, key=self.rank_of, reverse=True):
+            if entry.lab is None and entry.waiting:  # an offer in between may have placed it
+                self._place_new(entry)
             self._drain()
         return self._finish()
 
     def started(self, set_id: int, now: float) -> list[d.Decision]:
-        """Nothing to decide: recorded so backfill can estimate when systems free up."""
+        """Nothing to decide: the core counted the set as started when it said ``Start``."""
         self._begin(now)
         entry = self.sets[set_id]
         if entry.started_at is None:
@@ -143,6 +145,7 @@ class Scheduler:
         """A started set ended: each recipe completed, aborted or was cancelled."""
         self._begin(now)
         entry = self.sets[set_id]
+        self.profile.vacate(r.system for r in entry.recipes if r.system is not None)
         aborted_on: dict[int, str] = {}
         for recipe in entry.recipes:
             outcome = outcomes.get(recipe.id, RecipeState.COMPLETED)
@@ -151,14 +154,20 @@ class Scheduler:
             if outcome is RecipeState.ABORTED and recipe.system is not None:
                 aborted_on[recipe.id] = recipe.system
             recipe.state = outcome
-            self._free_system(recipe)
-        entry.finished = True
-        self._forget_holder(entry)
+            self.books.free_system(recipe)
+        self._retire(entry)
         if entry.started and entry.lab is not None:
             self._account_finish(entry, entry.lab)
-        decision = retry_decision(self, entry, aborted_on)
+        decision = retry_decision(
+            entry,
+            aborted_on,
+            index=self.index,
+            systems=self.systems,
+            policy=self.policy,
+            hard_limit=self.config.retry_hard_limit,
+        )
         if decision is not None:
-            self._out.append(decision)
+            self.books.out.append(decision)
         self._drain()
         return self._finish()
 
@@ -172,16 +181,13 @@ class Scheduler:
             if entry.finished:
                 continue
             if entry.started:
-                self._out.append(d.Stop(set_id, reason))
+                self.books.out.append(d.Stop(set_id, reason))
                 continue
             for recipe in entry.recipes:
                 recipe.state = RecipeState.CANCELLED
-                self._out.append(d.Cancel(recipe.id, set_id))
-                self._free_system(recipe)
-            entry.finished = True
-            self.declaring.discard(entry.id)
-            self.admission.leave(entry)
-            self._forget_holder(entry)
+                self.books.out.append(d.Cancel(recipe.id, set_id))
+                self.books.free_system(recipe)
+            self._retire(entry)
         self._drain()
         return self._finish()
 
@@ -200,7 +206,8 @@ class Scheduler:
             if entry.lab is None:
                 self._place_new(entry)
             else:
-                self._complete_holders(entry.lab)
+                self.books.holds_moved[entry.lab] += 1  # the ranks of its holders changed
+                self.holds.complete(entry.lab)
             self._drain()
         return self._finish()
 
@@ -235,7 +242,7 @@ class Scheduler:
         if lab in self.admission.paused:
             self.admission.paused.discard(lab)
             if lab in self.free:  # a lab without systems has nothing to offer
-                self._reopen.add(lab)
+                self.books.reopen.add(lab)
         return self._finish()
 
     def locks_held(
@@ -250,30 +257,79 @@ class Scheduler:
         return self._finish()
 
     def consistency_pass(self, now: float) -> list[d.Decision]:
-        """The slow safety net: abort what can never run, repair holds that went bad."""
+        """The slow safety net: abort what can never run, give back holds that cannot complete."""
         self._begin(now)
-        repair(self)
+        waiting = [e for e in self.sets.values() if e.waiting]
+        found = repairs(
+            waiting,
+            sorted(self.free),
+            ever=self._could_ever_run_in,
+            now_able=self.could_run_in,
+            max_age=self.config.holds_max_age,
+            now=now,
+        )
+        for repair in found:
+            entry = self.sets[repair.set_id]
+            if repair.action == "abort":
+                self._abort_unrunnable(entry)
+            else:
+                self.holds.unhold(entry, repair.reason)
         self._drain()
         return self._finish()
 
-    # --- queries used by the policy modules and the tests -----------------------
+    def restore(
+        self,
+        systems: Iterable[SystemEntry],
+        sets: Iterable[RestoredSet],
+        *,
+        held: Mapping[int, Sequence[Grant]] | None = None,
+    ) -> None:
+        """Fill a fresh scheduler with systems and sets in their places, deciding nothing.
+
+        ``systems`` in the order they were added, ``sets`` in the order they
+        were submitted. Raises ValueError when the scheduler is not fresh or
+        the state is impossible (see :mod:`labq.scheduler.restore`).
+        """
+        if self.systems or self.sets:
+            raise ValueError("restore needs a fresh scheduler")
+        for system in systems:
+            if system.fqdn in self.systems:
+                raise ValueError(f"system {system.fqdn} is listed twice")
+            self._add_system(system)
+        for restored in sets:
+            self._restore_set(restored)
+        for fqdn, system in self.systems.items():
+            if system.recipe is None and system.condition is not Condition.REMOVED:
+                self.free[system.lab].add(fqdn)
+        self._recount(held or {})
+
+    def offer(self, fqdns: Iterable[str], now: float) -> list[d.Decision]:
+        """The pending-system event for free systems: each goes to the best candidate or idles."""
+        self._begin(now)
+        for fqdn in fqdns:
+            system = self.systems[fqdn]
+            if system.recipe is None and system.condition is not Condition.REMOVED:
+                self.books.make_pending(fqdn)
+        return self._finish()
+
+    # --- queries used by the service, the simulator and the tests ----------------
 
     @property
     def now(self) -> float:
         """The time of the event being handled."""
-        return self._now
+        return self.books.now
 
     def rank_of(self, entry: SetEntry) -> Rank:
         """The set's global hold rank now."""
-        return rank(entry, self._now, self.config)
+        return self.books.rank_of(entry)
 
     def weight_of(self, entry: SetEntry) -> float:
         """The set's predictive weight now (0 with the predictive order off)."""
-        return predictive_weight(entry, self._now, self.config)
+        return predictive_weight(entry, self.books.now, self.config)
 
     def age_ticks_of(self, entry: SetEntry, now: float | None = None) -> int:
         """How many ticks the set has waited."""
-        return age_of(entry, self._now if now is None else now, self.config)
+        return age_of(entry, self.books.now if now is None else now, self.config)
 
     def waits_for(self, entry: SetEntry) -> str | None:
         """What keeps a waiting set from running now, in plain words (None: only its turn)."""
@@ -293,39 +349,252 @@ class Scheduler:
             return "; ".join(dict.fromkeys(r for r in reasons if r))
         return None
 
-    def klass(self, recipe: RecipeEntry) -> ViabilityClass:
-        """The viability class of a recipe."""
-        return self.index.classes[recipe.klass]
-
-    def viable_systems(
-        self, entry: SetEntry, recipe: RecipeEntry, lab: str | None = None
-    ) -> list[str]:
-        """Systems that may serve ``recipe`` now, whatever they are doing, in a stable order."""
-        out = []
-        for fqdn in self.index.systems_of[recipe.klass]:
-            system = self.systems[fqdn]
-            if (lab is None or system.lab == lab) and self._usable(system, recipe, entry):
-                out.append(fqdn)
-        return sorted(out)
-
     def could_run_in(self, entry: SetEntry, lab: str) -> bool:
-        """Whether the lab's systems could run the whole set once free (cached per change)."""
-        key = (entry.id, lab)
-        cached = self._possible.get(key)
-        if cached is None or cached[0] != self._epoch:
-            cached = (self._epoch, lab in possible_labs(self, entry, only=lab))
-            self._possible[key] = cached
-        return cached[1]
+        """Whether the systems ``lab`` may use now could run the whole set once free."""
+        return self.placer.could_run(lab, entry.demands(), entry.group)
 
-    # --- placing sets -------------------------------------------------------------
+    def reservation_of(self, entry: SetEntry) -> Reservation | None:
+        """A holder's reservation in its lab now (None for a set that holds nothing)."""
+        if entry.lab is None or entry.id not in self.holders.get(entry.lab, ()):
+            return None
+        return self.backfill.reservation(entry, entry.lab)
+
+    # --- placing a new set -----------------------------------------------------------
+
+    def _place_new(self, entry: SetEntry) -> None:
+        """Start the set if it fits whole somewhere now; else hold where it starts soonest."""
+        labs = [] if not entry.eligible else sorted(self.free.keys() - self.admission.paused)
+        for lab in labs:
+            choice = self._start_choice(entry, lab)
+            if choice is not None:
+                self._start(entry, lab, choice[2])
+                return
+        hold = self._best_hold(entry, labs)
+        if hold is not None and self.holds.may_hold(entry, hold[0]):
+            self.holds.hold(entry, hold[0], hold[1])
+            return
+        for recipe in entry.recipes:
+            if recipe.state is RecipeState.NEW:
+                recipe.state = RecipeState.QUEUED
+                self.books.out.append(d.Enqueue(recipe.id, entry.id))
+
+    def _best_hold(self, entry: SetEntry, labs: list[str]) -> tuple[str, Placement] | None:
+        """The lab where the set would start soonest if it held there now, with what it holds."""
+        options = []
+        for lab in labs:
+            if not self.holds.could_hold(entry, lab) or not self.could_run_in(entry, lab):
+                continue
+            placement = self.placer.place(entry, lab, self.books.available(lab))
+            if placement:
+                options.append((lab, placement))
+        if len(options) < 2:
+            return options[0] if options else None
+        return min(
+            options,
+            key=lambda o: (self.backfill.reservation(entry, o[0]).start, -len(o[1]), o[0]),
+        )
+
+    # --- the pending-system event ---------------------------------------------------
+
+    def _offer(self, system: SystemEntry) -> bool:
+        """Give one free system to the first set allowed to take it, or to a backfill."""
+        lab = system.lab
+        if lab in self.admission.paused:
+            return False
+        first = self._first_choice(system, lab)
+        if first is None:
+            return False
+        how, entry, _ = first
+        if (
+            how in ("grow", "hold")
+            and self.admission.slot_free(lab)
+            and not self._completes_with(entry, lab)
+        ):
+            backfill = self._backfill_choice(system, entry)
+            if backfill is not None:
+                return self._take(backfill, lab)
+        return self._take(first, lab)
+
+    def _first_choice(self, system: SystemEntry, lab: str) -> Choice | None:
+        """The first candidate in the system's order that is allowed to take it."""
+        gate = self.admission.slot_free(lab)  # closed: sets may hold and grow, not start
+        classes = self.index.classes_of.get(system.fqdn, set())
+        candidates = self.queue.candidates(
+            system, classes, self.sets, self.policy, self.books.now, self.config
+        )
+        skipped = 0
+        try:
+            for entry, key in candidates:
+                choice = self._consider(system, entry, key, lab)
+                if choice is not None:
+                    return choice
+                skipped += 1
+                if not gate and skipped > self.config.backfill_depth:
+                    return None  # nobody may start here: do not walk the whole queue for a hold
+        finally:
+            candidates.close()
+        return None
+
+    def _consider(self, system: SystemEntry, entry: SetEntry, key: str, lab: str) -> Choice | None:
+        if not entry.waiting or not entry.eligible:
+            return None
+        if entry.lab is not None and entry.lab != lab:
+            return self._move_choice(entry, lab)
+        recipe = entry.open_recipe(key)
+        if recipe is None or not self.placer.usable(system, key, entry.group):
+            return None
+        if entry.lab == lab:
+            return ("grow", entry, {recipe.id: system.fqdn})
+        choice = self._start_choice(entry, lab)
+        if choice is not None:
+            return choice
+        if self.holds.could_hold(entry, lab) and self.could_run_in(entry, lab):
+            return ("hold", entry, {recipe.id: system.fqdn})
+        return None
+
+    def _start_choice(self, entry: SetEntry, lab: str) -> Choice | None:
+        """Start the whole set in ``lab`` now, if it fits and delays no higher-ranked holder."""
+        if not self.admission.slot_free(lab):
+            return None
+        placement = self._fit_now(entry, lab, every=False)
+        if placement is None or self.backfill.delays(entry, lab, placement):
+            return None
+        return ("start", entry, placement)
+
+    def _move_choice(self, entry: SetEntry, lab: str) -> Choice | None:
+        """A set holding elsewhere moves here when it can start here whole at once."""
+        if not self.admission.slot_free(lab) or not self.could_run_in(entry, lab):
+            return None
+        placement = self._fit_now(entry, lab, every=True)
+        if placement is None or self.backfill.delays(entry, lab, placement):
+            return None
+        return ("move", entry, placement)
+
+    def _move_here(self, lab: str) -> None:
+        """A system of ``lab`` went idle: a set holding in another lab that can start here
+        whole now moves here (its holds there may wait for a system that is busy for long)."""
+        if lab in self.admission.paused:
+            return
+        elsewhere = [
+            self.sets[h] for other, ids in self.holders.items() if other != lab for h in ids
+        ]
+        for entry in sorted(elsewhere, key=self.rank_of, reverse=True):
+            choice = self._move_choice(entry, lab)
+            if choice is not None:
+                self._take(choice, lab)
+                return
+
+    def _fit_now(self, entry: SetEntry, lab: str, *, every: bool) -> Placement | None:
+        """A placement of the set on the lab's free systems, borrowing holders' spares if needed."""
+        need = entry.width if every else entry.missing
+        available = self.books.available(lab)
+        if need <= len(available):
+            placement = self.placer.place(entry, lab, available, every=every)
+            if len(placement) == need:
+                return placement
+        spares = self._spares(lab, entry)
+        if need > len(available) + len(spares):
+            return None
+        placement = self.placer.place(entry, lab, available | spares, every=every, avoid=spares)
+        return placement if len(placement) == need else None
+
+    def _completes_with(self, entry: SetEntry, lab: str) -> bool:
+        """Whether the set could start now with the lab's free systems (the offered one too)."""
+        if entry.missing > self.books.available_count(lab):
+            return False
+        return len(self.placer.place(entry, lab, self.books.available(lab))) == entry.missing
+
+    def _take(self, choice: Choice, lab: str) -> bool:
+        how, entry, placement = choice
+        if how == "start":
+            self._start(entry, lab, placement)
+        elif how == "move":
+            self.holds.unhold(entry, f"moved to {lab}, where the set can start at once")
+            self._start(entry, lab, placement)
+        elif how == "grow":
+            self.holds.bind(entry, lab, placement)
+            self.holds.complete(lab)
+        elif self.holds.may_hold(entry, lab):
+            self.holds.hold(entry, lab, placement)
+        else:
+            return False
+        return True
+
+    # --- backfill ------------------------------------------------------------------
+
+    def _backfill_choice(self, system: SystemEntry, first: SetEntry) -> Choice | None:
+        """The best-ordered set that can start now and delays no reservation in the lab."""
+        lab = system.lab
+        found = self.backfill.search(system, first, lambda entry: self._fit_start(entry, lab))
+        return None if found is None else ("start", found[0], dict(found[1]))
+
+    def _fit_start(self, entry: SetEntry, lab: str) -> Placement | None:
+        choice = self._start_choice(entry, lab)
+        return None if choice is None else choice[2]
+
+    def _spares(self, lab: str, borrower: SetEntry) -> set[str]:
+        """Systems the lab's other holders hold (they may lend them, within the backfill rules)."""
+        out: set[str] = set()
+        for holder_id in self.holders[lab]:
+            if holder_id != borrower.id:
+                out |= self.sets[holder_id].held
+        return out
+
+    # --- moves: sets start ----------------------------------------------------------
+
+    def _start(self, entry: SetEntry, lab: str, placement: Placement) -> None:
+        self.holds.bind(entry, lab, placement)
+        self.holds.forget(entry)
+        entry.started_at = self.books.now
+        entry.held_since = None
+        self.books.out.append(d.Start(entry.id, lab))
+        self._retire_waiting(entry)
+        end = None if entry.max_time is None else self.books.now + entry.max_time
+        self.profile.occupy(lab, (r.system for r in entry.recipes if r.system), end)
+        self._account_start(entry, lab)
+
+    def _drain(self) -> None:
+        while self.books.offers or self.books.reopen:
+            if not self.books.offers:
+                lab = min(self.books.reopen)  # a slot opened or a set became eligible
+                self.books.reopen.discard(lab)
+                self.holds.complete(lab)
+                self.books.admit(lab)
+                continue
+            fqdn = self.books.offers.popleft()
+            system = self.systems[fqdn]
+            lab = system.lab
+            if system.recipe is not None or system.condition is Condition.REMOVED:
+                self.books.pending[lab].discard(fqdn)
+                continue
+            was_pending = fqdn in self.books.pending[lab]
+            if self._offer(system):
+                if system.recipe is None:  # a backfill started elsewhere: offer it again
+                    self.books.offers.append(fqdn)
+                continue
+            if was_pending:
+                self.books.pending[lab].discard(fqdn)
+                self.free[lab].add(fqdn)
+                if system.condition is Condition.AUTOMATED:
+                    self.books.out.append(d.Idle(fqdn))
+            if self.holders[lab]:
+                # a holder may use it indirectly, by moving one of its own recipes onto it
+                self.holds.complete(lab)
+            self._move_here(lab)
+
+    # --- sets joining and leaving the queue ------------------------------------------
 
     def _register(self, submission: SetSubmission) -> SetEntry:
         if submission.id in self.sets:
             raise ValueError(f"recipe set {submission.id} is already known")
         recipes = []
+        keys: dict[tuple[int, frozenset[str], str | None], str] = {}  # a wide set repeats one
         for index, spec in enumerate(submission.recipes):
-            klass = ViabilityClass(spec.requirement, spec.excluded, spec.force)
-            key = self.index.add_class(klass)
+            same = (id(spec.requirement), spec.excluded, spec.force)
+            key = keys.get(same)
+            if key is None:
+                klass = ViabilityClass(spec.requirement, spec.excluded, spec.force)
+                key = keys[same] = self.index.add_class(klass)
             recipe = RecipeEntry(spec.id, submission.id, index, key, spec.role)
             self.recipes[spec.id] = recipe
             recipes.append(recipe)
@@ -345,6 +614,7 @@ class Scheduler:
             buckets=submission.buckets,
         )
         self.sets[entry.id] = entry
+        self.waiting_by_class.update({r.klass for r in entry.recipes})
         entry.spv = self.running_locks.spv(entry.locks, self.config.spv_base)
         if entry.locks.levels and not entry.locks.whole_lab:
             self.declaring.add(entry.id)
@@ -355,116 +625,38 @@ class Scheduler:
 
     def _requeue_all(self, entry: SetEntry) -> None:
         for key in {r.klass for r in entry.unplaced()}:
-            self.queue.push(entry, key)
+            self._requeue(entry, key)
 
-    def _place_new(self, entry: SetEntry) -> None:
-        """Start the set on free systems if it fits whole; else hold where allowed; else queue."""
-        best: tuple[int, str, Placement] | None = None
-        labs = [] if not entry.eligible else sorted(self.free.keys() - self.admission.paused)
-        for lab in labs:
-            cache = self._shared_cache()
-            available = self._available(lab)
-            lent = (
-                set()
-                if len(entry.unplaced()) <= len(available)
-                else lendable(self, entry, lab, cache)
-            )
-            placement = self._placement(entry, lab, available | lent, avoid=lent)
-            whole = len(placement) == len(entry.unplaced())
-            if (
-                whole
-                and self.admission.slot_free(lab)
-                and self._backfill_ok(entry, lab, placement, cache)
-            ):
-                self._start(entry, lab, placement)
-                return
-            if lent:  # a hold never borrows
-                placement = self._placement(entry, lab, available)
-            if placement and (best is None or len(placement) > best[0]):
-                best = (len(placement), lab, placement)
-        if (
-            best is not None
-            and self.admission.slot_free(best[1])
-            and self.could_run_in(entry, best[1])
-            and self._may_hold(entry, best[1])
-        ):
-            self._hold(entry, best[1], best[2])
-            return
+    def _requeue(self, entry: SetEntry, klass: str) -> None:
+        self.queue.push(entry, klass)
+        self.backfill.add(entry, klass)
+
+    def _retire_waiting(self, entry: SetEntry) -> None:
+        """The set stops waiting (it started or ended): it no longer counts as demand."""
+        self.waiting_by_class.subtract({r.klass for r in entry.recipes})
+
+    def _retire(self, entry: SetEntry) -> None:
+        """The set ended (finished, cancelled or aborted)."""
+        if entry.waiting:
+            self._retire_waiting(entry)
+            self.declaring.discard(entry.id)
+            self.admission.leave(entry)
+        entry.finished = True
+        self.holds.forget(entry)
+
+    def _abort_unrunnable(self, entry: SetEntry) -> None:
+        for recipe in entry.placed():
+            self.books.take_back(recipe, "its set can never run")
+        self.holds.settle(entry)
+        message = unrunnable(entry, self.index, self.systems)
         for recipe in entry.recipes:
-            if recipe.state is RecipeState.NEW:
-                recipe.state = RecipeState.QUEUED
-                self._out.append(d.Enqueue(recipe.id, entry.id))
+            recipe.state = RecipeState.ABORTED
+            self.books.out.append(d.Abort(recipe.id, entry.id, message))
+        self._retire(entry)
+        self.books.out.append(d.SetError(entry.id, message))
 
-    def _available(self, lab: str) -> set[str]:
-        return self.free[lab] | {f for f in self._pending if self.systems[f].lab == lab}
-
-    def _placement(
-        self,
-        entry: SetEntry,
-        lab: str,
-        available: set[str],
-        *,
-        rematch: bool = False,
-        avoid: set[str] | frozenset[str] = frozenset(),
-    ) -> Placement:
-        """A maximum matching of the set's recipes to ``available`` systems in ``lab``.
-
-        Normally only unplaced recipes are matched; with ``rematch`` every recipe
-        is, over its own holds too, so a set can rearrange what it holds (a generic
-        recipe may be sitting on the one system a picky recipe needs).
-        """
-        recipes = entry.recipes if rematch else entry.unplaced()
-        if rematch:
-            available = available | {r.system for r in entry.recipes if r.system is not None}
-        by_class: dict[str, list[RecipeEntry]] = {}
-        for recipe in recipes:
-            by_class.setdefault(recipe.klass, []).append(recipe)
-        candidates = {
-            key: sorted(
-                (
-                    f
-                    for f in self.index.systems_of[key] & available
-                    if self.systems[f].lab == lab and self._usable(self.systems[f], group[0], entry)
-                ),
-                key=lambda f: (f in avoid, f),  # free systems before borrowed ones
-            )
-            for key, group in by_class.items()
-        }
-        given = gang_match({k: len(v) for k, v in by_class.items()}, candidates)
-        placement: Placement = {}
-        for key, systems in given.items():
-            for recipe, fqdn in zip(by_class[key], systems, strict=False):
-                placement[recipe.id] = fqdn
-        return placement
-
-    def _usable(
-        self, system: SystemEntry, recipe: RecipeEntry, entry: SetEntry | None = None
-    ) -> bool:
-        """Dynamic viability: condition and pool access (the class checked the rest).
-
-        Remembered until a system or its condition changes (the ``_epoch``); the
-        access policy only changes by replacing the scheduler.
-        """
-        entry = entry or self.sets[recipe.set_id]
-        if self._usable_epoch != self._epoch:
-            self._usable_memo.clear()
-            self._usable_epoch = self._epoch
-        key = (system.fqdn, recipe.klass, entry.group)
-        known = self._usable_memo.get(key)
-        if known is None:
-            known = condition_allows(system, self.index.classes[recipe.klass]) and (
-                self.policy.maximum(system.pools, entry.group) is not None
-            )
-            self._usable_memo[key] = known
-        return known
-
-    def _start(self, entry: SetEntry, lab: str, placement: Placement) -> None:
-        self._bind(entry, lab, placement)
-        self._forget_holder(entry)
-        entry.started_at = self._now
-        entry.held_since = None
-        self._out.append(d.Start(entry.id, lab))
-        self._account_start(entry, lab)
+    def _could_ever_run_in(self, entry: SetEntry, lab: str) -> bool:
+        return self.placer.could_run(lab, entry.demands(), entry.group, ever=True)
 
     # --- admission and the predictive weight -----------------------------------------
 
@@ -494,7 +686,7 @@ class Scheduler:
 
     def _account_finish(self, entry: SetEntry, lab: str) -> None:
         buckets, reopened = self.admission.finished(entry, lab)
-        self._reopen.update(self.free.keys() if reopened is None else reopened)
+        self.books.reopen.update(self.free.keys() if reopened is None else reopened)
         self._rethrottle(buckets)
         if self.running_locks.remove(entry.id):
             self._refresh_spv()
@@ -502,7 +694,7 @@ class Scheduler:
     def _refresh_spv(self) -> None:
         """The running sets changed: re-key the waiting sets whose spv changed with them."""
         base = self.config.spv_base
-        for set_id in list(self.declaring):
+        for set_id in sorted(self.declaring):
             entry = self.sets[set_id]
             if not entry.waiting:
                 self.declaring.discard(set_id)
@@ -528,338 +720,70 @@ class Scheduler:
         entry.version += 1  # its heap items go stale either way
         if not entry.eligible:
             if entry.lab is not None and not entry.started:
-                self._unhold(entry, f"it may not run now: {self.waits_for(entry)}")
+                self.holds.unhold(entry, f"it may not run now: {self.waits_for(entry)}")
             return
         self._requeue_all(entry)
-        self._reopen.update(self.free.keys())
+        self.books.reopen.update(self.free.keys())
 
-    def _hold(self, entry: SetEntry, lab: str, placement: Placement) -> None:
-        """Make the set a holder in ``lab`` with these systems; its other recipes are assigned."""
-        self.holders[lab].add(entry.id)
-        entry.held_since = self._now
-        self._bind(entry, lab, placement)
-        more = self._placement(entry, lab, self._available(lab))
-        if more:
-            self._bind(entry, lab, more)
-        for recipe in entry.recipes:
-            if recipe.system is None and recipe.state is not RecipeState.ASSIGNED:
-                recipe.state = RecipeState.ASSIGNED
-                self._out.append(d.Assign(recipe.id, entry.id))
-        self._complete_holders(lab)
+    # --- systems and restoring ---------------------------------------------------------
 
-    def _bind(self, entry: SetEntry, lab: str, placement: Placement) -> None:
-        entry.lab = lab
-        for recipe_id, fqdn in placement.items():
-            recipe = self.recipes[recipe_id]
-            system = self.systems[fqdn]
-            if system.recipe is not None:
-                victim = self.recipes[system.recipe]
-                owner = self.sets[victim.set_id]
-                if self.rank_of(owner) > self.rank_of(entry):
-                    reason = f"lent to set {entry.id}, which ends before this set could start"
-                else:
-                    reason = f"taken by higher-ranked set {entry.id}"
-                self._release(victim, reason)
-                self._settle_holder(owner)
-            self.free[lab].discard(fqdn)
-            self._pending.discard(fqdn)
-            system.recipe = recipe_id
-            recipe.system = fqdn
-            self._placements += 1
-            recipe.state = RecipeState.SCHEDULED
-            self._out.append(d.Schedule(recipe_id, entry.id, fqdn))
+    def _add_system(self, system: SystemEntry) -> None:
+        self.books.add_system(system)
+        self.index.add_system(system)
+        self.placer.systems_changed()
 
-    # --- holds ---------------------------------------------------------------------
+    def _systems_changed(self) -> None:
+        self.books.epoch += 1
+        self.placer.systems_changed()
 
-    def _may_hold(self, entry: SetEntry, lab: str) -> bool:
-        """A free hold slot, or a lower-ranked holder whose slot this set may take."""
-        holders = self.holders[lab]
-        if len(holders) < self.config.holds_per_lab:
-            return True
-        if not holders:
-            return False
-        lowest = min(holders, key=lambda h: self.rank_of(self.sets[h]))
-        if self.rank_of(self.sets[lowest]) >= self.rank_of(entry):
-            return False
-        self._unhold(self.sets[lowest], f"its hold slot went to higher-ranked set {entry.id}")
-        return True
-
-    def _unhold(self, entry: SetEntry, reason: str) -> None:
-        """Give back everything a holder holds; its recipes go back to the queue."""
-        for recipe in entry.placed():
-            self._release(recipe, reason)
-        self._settle_holder(entry)
-
-    def _release(self, recipe: RecipeEntry, reason: str) -> None:
-        fqdn = recipe.system
-        assert fqdn is not None
-        self.systems[fqdn].recipe = None
-        recipe.system = None
-        self._placements += 1
-        recipe.state = RecipeState.ASSIGNED
-        self._out.append(d.Release(recipe.id, recipe.set_id, fqdn, reason))
-        self.queue.push(self.sets[recipe.set_id], recipe.klass)
-        if self.systems[fqdn].condition is not Condition.REMOVED:
-            self._make_pending(fqdn)
-
-    def _settle_holder(self, entry: SetEntry) -> None:
-        """A holder left with no system is a holder no more: back to the queue."""
-        if entry.placed() or entry.lab is None or entry.started or entry.finished:
+    def _restore_set(self, restored: RestoredSet) -> None:
+        recipes = check_recipes(restored)
+        entry = self._register(restored.submission)  # entries, classes and the queue
+        for recipe, saved in zip(entry.recipes, recipes, strict=True):
+            recipe.state = saved.state
+            if saved.system is None:
+                continue
+            system = self.systems.get(saved.system)
+            check_place(entry, recipe.id, saved.system, system)
+            assert system is not None
+            entry.lab = system.lab
+            system.recipe = recipe.id
+            recipe.system = saved.system
+        began = entry.started_at = restored.started_at
+        if began is not None and entry.missing:
+            raise ValueError(f"recipe set {entry.id} started without a system for every recipe")
+        if entry.lab is None:
             return
-        self.holders[entry.lab].discard(entry.id)
-        self._admit(entry.lab)
-        entry.lab = None
-        entry.held_since = None
-        for recipe in entry.recipes:
-            if recipe.state is RecipeState.ASSIGNED:
-                recipe.state = RecipeState.QUEUED
-                self._out.append(d.Enqueue(recipe.id, entry.id))
-
-    def _forget_holder(self, entry: SetEntry) -> None:
-        if entry.lab is not None and entry.id in self.holders.get(entry.lab, set()):
-            self.holders[entry.lab].discard(entry.id)
-            self._admit(entry.lab)
-
-    def _complete_holders(self, lab: str) -> None:
-        """Holders, best rank first, complete from free systems and lower holders' holds."""
-        progress = True
-        while progress and self.admission.slot_free(lab):
-            progress = False
-            ranked = sorted(
-                self.holders[lab], key=lambda h: self.rank_of(self.sets[h]), reverse=True
-            )
-            for position, holder_id in enumerate(ranked):
-                holder = self.sets[holder_id]
-                lower = {
-                    r.system
-                    for h in ranked[position + 1 :]
-                    for r in self.sets[h].placed()
-                    if r.system is not None
-                }
-                pool = self._available(lab) | lower
-                if len(pool) < len(holder.unplaced()):
-                    continue  # cannot complete: skip the matching
-                placement = self._placement(holder, lab, pool, rematch=True)
-                if len(placement) < len(holder.recipes):
-                    continue
-                # starting turns holds into running systems nobody can take back:
-                # the same backfill rule as for any set applies against better holders
-                if delays_a_holder(self, holder, lab, set(placement.values())):
-                    continue
-                self._rearrange(holder, placement)
-                self._start(holder, lab, {})
-                progress = True
-                break
-
-    def _rearrange(self, entry: SetEntry, placement: Placement) -> None:
-        """Let go of own holds the new placement moves elsewhere, then take the new ones."""
-        for recipe in entry.placed():
-            if placement.get(recipe.id) != recipe.system:
-                self._release(recipe, "rearranged within its own set")
-        moved = {rid: f for rid, f in placement.items() if self.recipes[rid].system != f}
-        if moved:
-            assert entry.lab is not None
-            self._bind(entry, entry.lab, moved)
-
-    def _admit(self, lab: str) -> None:
-        """A hold slot opened: offer the lab's idle systems again."""
-        for fqdn in sorted(self.free[lab]):
-            if fqdn not in self._pending:
-                self._offers.append(fqdn)
-
-    # --- the pending-system event ---------------------------------------------------
-
-    def _make_pending(self, fqdn: str) -> None:
-        system = self.systems[fqdn]
-        self.free[system.lab].discard(fqdn)
-        if fqdn not in self._pending:
-            self._pending.add(fqdn)
-            self._offers.append(fqdn)
-
-    def _free_system(self, recipe: RecipeEntry) -> None:
-        fqdn = recipe.system
-        if fqdn is None:
-            return
-        recipe.system = None
-        self._placements += 1
-        system = self.systems[fqdn]
-        system.recipe = None
-        if system.condition is not Condition.REMOVED:
-            self._make_pending(fqdn)
-
-    def _drain(self) -> None:
-        while self._offers or self._reopen:
-            if not self._offers:
-                lab = min(self._reopen)  # a slot opened or a set became eligible
-                self._reopen.discard(lab)
-                self._complete_holders(lab)
-                self._admit(lab)
-                continue
-            fqdn = self._offers.popleft()
-            system = self.systems[fqdn]
-            if system.recipe is not None or system.condition is Condition.REMOVED:
-                self._pending.discard(fqdn)
-                continue
-            was_pending = fqdn in self._pending
-            if self._offer(system):
-                continue
-            if was_pending:
-                self._pending.discard(fqdn)
-                self.free[system.lab].add(fqdn)
-                if system.condition is Condition.AUTOMATED:
-                    self._out.append(d.Idle(fqdn))
-            if self.holders[system.lab]:
-                # a holder may use it indirectly, by moving one of its own recipes onto it
-                self._complete_holders(system.lab)
-
-    def _offer(self, system: SystemEntry) -> bool:
-        """Give one free system to the best candidate allowed to take it.
-
-        If that candidate would only sit on the system (it holds, or starts
-        holding, but cannot start yet), a later candidate that can start at once
-        and end before the first could start gets it instead (EASY backfill).
-        """
-        lab = system.lab
-        if lab in self.admission.paused:
-            return False
-        gate = self.admission.slot_free(lab)  # closed: sets may hold and grow, not start
-        skipped = 0
-        classes = self.index.classes_of.get(system.fqdn, set())
-        candidates = self.queue.candidates(
-            system, classes, self.sets, self.policy, self._now, self.config
-        )
-        first: Choice | None = None
-        backfill: Choice | None = None
-        looked = 0
-        cache = self._shared_cache()
-        try:
-            for entry, key in candidates:
-                choice = self._consider(system, entry, key, lab, cache)
-                if choice is None:
-                    skipped += 1
-                    if not gate and skipped > self.config.backfill_depth:
-                        break  # nobody may start here: do not walk the whole queue for a hold
-                    continue
-                if first is None:
-                    first = choice
-                    if not gate or choice[0] == "start":
-                        break
-                    if self._completes_with(entry, lab, system):
-                        break
-                    continue
-                looked += 1
-                if choice[0] == "start" and not self._delays(
-                    first[1], entry, lab, choice[2], cache
-                ):
-                    backfill = choice
-                    break
-                if looked >= self.config.backfill_depth:
-                    break
-        finally:
-            candidates.close()
-        chosen = backfill or first
-        if chosen is None:
-            return False
-        return self._take(chosen, lab)
-
-    def _take(self, choice: Choice, lab: str) -> bool:
-        how, entry, placement = choice
-        if how == "start":
-            self._start(entry, lab, placement)
-        elif how == "grow":
-            self._bind(entry, lab, placement)
-            self._complete_holders(lab)
-        elif self._may_hold(entry, lab):
-            self._hold(entry, lab, placement)
+        if began is not None:
+            self._retire_waiting(entry)
+            end = None if entry.max_time is None else began + entry.max_time
+            self.profile.occupy(entry.lab, (r.system for r in entry.recipes if r.system), end)
         else:
-            return False
-        return True
+            self.holders[entry.lab].add(entry.id)
+            entry.held_since = restored.held_since
 
-    def _shared_cache(self) -> FreeTimes:
-        """Free times and lendable systems worked out this event, while no placement changed."""
-        version = (self._placements, self._epoch)
-        if self._cache_version != version:
-            self._cache = {}
-            self._cache_version = version
-        return self._cache
-
-    def _completes_with(self, entry: SetEntry, lab: str, system: SystemEntry) -> bool:
-        """Whether the set could start now with this system and the lab's free ones."""
-        missing = len(entry.unplaced())
-        available = self._available(lab) | {system.fqdn}
-        if missing > len(available):
-            return False
-        return len(self._placement(entry, lab, available)) == missing
-
-    def _delays(
-        self, first: SetEntry, other: SetEntry, lab: str, placement: Placement, cache: FreeTimes
-    ) -> bool:
-        """Whether starting ``other`` on these systems could push back ``first``'s start."""
-        if other.max_time is None:
-            return True
-        if cache.get(first.id) is None:  # the same for every candidate of one offer
-            cache[first.id] = free_times(self, first, lab)
-        missing = len(first.unplaced())
-        start = start_given(cache[first.id], missing, self._now, set(placement.values()))
-        return self._now + other.max_time > start
-
-    def _consider(
-        self, system: SystemEntry, entry: SetEntry, key: str, lab: str, cache: FreeTimes
-    ) -> Choice | None:
-        if entry.lab not in (None, lab) or not entry.waiting or not entry.eligible:
-            return None
-        unplaced = entry.unplaced()
-        recipe = next(r for r in unplaced if r.klass == key)
-        if not self._usable(system, recipe, entry):
-            return None
-        if entry.id in self.holders[lab]:
-            return ("grow", entry, {recipe.id: system.fqdn})
-        if ("available", system.fqdn) not in cache:  # the lab's free systems, once per offer
-            cache[("available", system.fqdn)] = self._available(lab) | {system.fqdn}
-        available = cache[("available", system.fqdn)]
-        lent: set[str] = set()
-        if len(unplaced) > len(available):  # free systems are not enough: can it borrow?
-            spare = sum(len(v) for v in spares(self, lab, cache).values())
-            if len(unplaced) <= len(available) + spare:
-                lent = lendable(self, entry, lab, cache)
-                available = available | lent
-        if len(unplaced) <= len(available):  # else it cannot fit: skip the matching
-            placement = self._placement(entry, lab, available, avoid=lent)
-            whole = len(placement) == len(unplaced) and system.fqdn in placement.values()
-            if (
-                whole
-                and self.admission.slot_free(lab)
-                and self._backfill_ok(entry, lab, placement, cache)
-            ):
-                return ("start", entry, placement)
-        if self._could_hold(entry, lab) and self.could_run_in(entry, lab):
-            partial = {recipe.id: system.fqdn}
-            return ("hold", entry, partial)
-        return None
-
-    def _could_hold(self, entry: SetEntry, lab: str) -> bool:
-        if not self.admission.slot_free(lab):
-            return False  # no new holds where nothing may start: the set may go elsewhere
-        holders = self.holders[lab]
-        if len(holders) < self.config.holds_per_lab:
-            return True
-        return any(self.rank_of(self.sets[h]) < self.rank_of(entry) for h in holders)
-
-    def _backfill_ok(
-        self, entry: SetEntry, lab: str, placement: Placement, cache: FreeTimes | None = None
-    ) -> bool:
-        return not delays_a_holder(self, entry, lab, set(placement.values()), cache)
+    def _recount(self, held: Mapping[int, Sequence[Grant]]) -> None:
+        """Running slots, buckets, running locks and waiting sets' spv, as events leave them."""
+        for entry in self.sets.values():
+            if entry.started and not entry.finished and entry.lab is not None:
+                self._count_running(entry, entry.lab, held.get(entry.id))
+        for entry in self.sets.values():
+            if entry.waiting:
+                throttle = self.admission.throttle_of(entry)
+                if throttle != entry.throttle:
+                    entry.throttle = throttle
+                    entry.version += 1  # its heap items were pushed while it looked eligible
+        self._refresh_spv()
 
     # --- bookkeeping ---------------------------------------------------------------
 
     def _begin(self, now: float) -> None:
-        if now < self._now:
-            raise ValueError(f"time went backwards: {now} < {self._now}")
-        self._now = now
-        self._cache_version = (-1, -1)  # times computed at another instant are stale
-        self._out = []
+        if now < self.books.now:
+            raise ValueError(f"time went backwards: {now} < {self.books.now}")
+        self.books.now = now
+        self.books.out = []
 
     def _finish(self) -> list[d.Decision]:
         self._drain()
-        out, self._out = self._out, []
+        out, self.books.out = self.books.out, []
         return out

@@ -18,7 +18,7 @@ class SchedulerConfig:
     aging_bump_after: float | None = 3600.0  # seconds waited per priority level; None: no aging
     aging_ceiling: Priority = Priority.HIGH
     retry_hard_limit: int = 3
-    holds_per_lab: int = 2
+    holds_per_lab: int = 1  # one reservation per lab, as EASY (docs/scheduling.md § Holds)
     holds_max_age: float | None = None  # seconds a set may hold systems without starting
     backfill_depth: int = 32  # candidates looked at past the first when seeking a backfill
     # the predictive queue (seed 004); ``predictive=False`` orders as if every weight were 0
@@ -59,25 +59,46 @@ class SystemEntry:
     recipe: int | None = None  # the recipe that holds it
 
 
-@dataclass(eq=False)
 class RecipeEntry:
-    """One recipe of a set."""
+    """One recipe of a set. Giving it a system, or taking it back, tells its set."""
 
-    id: int
-    set_id: int
-    index: int
-    klass: str  # ViabilityClass.key
-    role: str | None = None
-    state: RecipeState = RecipeState.NEW
-    system: str | None = None
-    owner: SetEntry | None = field(default=None, repr=False)
+    __slots__ = ("_system", "id", "index", "klass", "owner", "role", "set_id", "state")
 
-    def __setattr__(self, name: str, value: object) -> None:
-        object.__setattr__(self, name, value)
-        if name == "system":
-            owner = self.__dict__.get("owner")
-            if owner is not None:
-                owner.placement_changed()
+    def __init__(
+        self,
+        id: int,
+        set_id: int,
+        index: int,
+        klass: str,  # ViabilityClass.key
+        role: str | None = None,
+        state: RecipeState = RecipeState.NEW,
+        system: str | None = None,
+    ) -> None:
+        self.id = id
+        self.set_id = set_id
+        self.index = index
+        self.klass = klass
+        self.role = role
+        self.state = state
+        self._system = system
+        self.owner: SetEntry | None = None
+
+    @property
+    def system(self) -> str | None:
+        """The system it holds."""
+        return self._system
+
+    @system.setter
+    def system(self, fqdn: str | None) -> None:
+        old, self._system = self._system, fqdn
+        if self.owner is not None and old != fqdn:
+            self.owner.placement_changed(self, old)
+
+    def __repr__(self) -> str:
+        return (
+            f"RecipeEntry(id={self.id}, set_id={self.set_id}, klass={self.klass!r},"
+            f" state={self.state.value}, system={self.system!r})"
+        )
 
 
 @dataclass
@@ -104,17 +125,37 @@ class SetEntry:
     throttle: str | None = None  # a full rate-limit bucket (the core)
     buckets: tuple[tuple[str, int], ...] = ()  # (rate-limit bucket, most running at once)
     version: int = field(default=0)  # bumped when its place in the queue changes
+    missing: int = field(default=0, init=False)  # recipes without a system
+    held: set[str] = field(default_factory=set, init=False, repr=False)  # systems it has
+    # per class, its recipes without a system (kept as recipes get and lose systems)
+    _open: dict[str, dict[int, RecipeEntry]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
     _unplaced: list[RecipeEntry] | None = field(default=None, repr=False, compare=False)
-    _wanted: dict[str, int] | None = field(default=None, repr=False, compare=False)
+    _demands: dict[str, int] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for recipe in self.recipes:
             recipe.owner = self
+            if recipe.system is None:
+                self._open.setdefault(recipe.klass, {})[recipe.id] = recipe
+                self.missing += 1
+            else:
+                self.held.add(recipe.system)
 
-    def placement_changed(self) -> None:
-        """A recipe got or lost its system: forget what was worked out from placements."""
+    def placement_changed(self, recipe: RecipeEntry, old: str | None) -> None:
+        """A recipe got, lost or changed its system: keep the counts, forget the cached list."""
         self._unplaced = None
-        self._wanted = None
+        if old is not None:
+            self.held.discard(old)
+        else:
+            del self._open[recipe.klass][recipe.id]
+            self.missing -= 1
+        if recipe.system is not None:
+            self.held.add(recipe.system)
+        else:
+            self._open.setdefault(recipe.klass, {})[recipe.id] = recipe
+            self.missing += 1
 
     @property
     def started(self) -> bool:
@@ -131,20 +172,34 @@ class SetEntry:
         """Not started and not finished: it still wants systems."""
         return not self.finished and self.started_at is None
 
+    @property
+    def width(self) -> int:
+        """How many systems the whole set takes."""
+        return len(self.recipes)
+
     def unplaced(self) -> list[RecipeEntry]:
-        """Recipes without a system yet (do not change the list)."""
+        """Recipes without a system yet, in their order (do not change the list)."""
         if self._unplaced is None:
             self._unplaced = [r for r in self.recipes if r.system is None]
         return self._unplaced
 
     def wants(self, klass: str) -> bool:
         """Whether a recipe of this class still has no system."""
-        if self._wanted is None:
+        return bool(self._open.get(klass))
+
+    def open_recipe(self, klass: str) -> RecipeEntry | None:
+        """A recipe of this class without a system, if any."""
+        recipes = self._open.get(klass)
+        return next(iter(recipes.values())) if recipes else None
+
+    def demands(self) -> dict[str, int]:
+        """How many recipes of each class the whole set has (do not change the mapping)."""
+        if self._demands is None:
             counts: dict[str, int] = {}
-            for recipe in self.unplaced():
+            for recipe in self.recipes:
                 counts[recipe.klass] = counts.get(recipe.klass, 0) + 1
-            self._wanted = counts
-        return klass in self._wanted
+            self._demands = counts
+        return self._demands
 
     def placed(self) -> list[RecipeEntry]:
         """Recipes holding a system."""

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Generator
 from dataclasses import dataclass, field
 
@@ -23,7 +24,8 @@ from labq.scheduler.entries import SchedulerConfig, SetEntry, SystemEntry, Viabi
 from labq.scheduler.order import OrderKey, order_key
 
 HeapItem = tuple[float, int, int]  # (submitted, set id, version)
-Where = tuple[str, str, tuple[int, int]]  # (class, group, (priority, spv key))
+# (class, cell, group, (priority, spv key))
+Where = tuple[str, tuple[int, float], str, tuple[int, int]]
 Merge = tuple[tuple[float, ...], Where, list[HeapItem]]
 
 
@@ -41,6 +43,19 @@ def condition_allows(system: SystemEntry, klass: ViabilityClass) -> bool:
     if klass.force is not None:
         return system.condition is not Condition.REMOVED
     return system.condition is Condition.AUTOMATED
+
+
+# Conditions a system may come back from to serve again (docs/scheduling.md, "ever"):
+# only removed systems are gone; a set waiting for broken or manual ones waits.
+POTENTIAL = frozenset({Condition.AUTOMATED, Condition.MANUAL, Condition.BROKEN})
+
+
+def may_come_back(system: SystemEntry, klass: ViabilityClass) -> bool:
+    """A system that serves now, or may again once an admin makes it automated (broken and
+    manual ones may; removed ones never)."""
+    if klass.force is not None:
+        return system.condition is not Condition.REMOVED
+    return system.condition in POTENTIAL
 
 
 FactKey = tuple[str, tuple[str, object]]
@@ -91,10 +106,16 @@ class ClassIndex:
     _by_fact: dict[FactKey, set[str]] = field(default_factory=dict)
     _by_term: dict[FactKey, set[str]] = field(default_factory=dict)
     _general: set[str] = field(default_factory=set)  # classes with no equality term
+    _key_of: dict[ViabilityClass, str] = field(default_factory=dict)  # its text, worked out once
+    # per system, the classes it meets as one shared frozenset: systems alike share one
+    kinds_of: dict[str, frozenset[str]] = field(default_factory=dict)
+    _kinds: dict[frozenset[str], frozenset[str]] = field(default_factory=dict)
 
     def add_class(self, klass: ViabilityClass) -> str:
         """Register a class (once) and find the systems that meet it."""
-        key = klass.key
+        key = self._key_of.get(klass)
+        if key is None:
+            key = self._key_of[klass] = klass.key
         if key in self.classes:
             return key
         self.classes[key] = klass
@@ -110,6 +131,7 @@ class ClassIndex:
         self.systems_of[key] = met
         for fqdn in met:
             self.classes_of.setdefault(fqdn, set()).add(key)
+            self._kind(fqdn)
         return key
 
     def add_system(self, system: SystemEntry) -> None:
@@ -125,14 +147,83 @@ class ClassIndex:
         self.classes_of[system.fqdn] = met
         for key in met:
             self.systems_of[key].add(system.fqdn)
+        self._kind(system.fqdn)
+
+    def _kind(self, fqdn: str) -> None:
+        kind = frozenset(self.classes_of[fqdn])
+        self.kinds_of[fqdn] = self._kinds.setdefault(kind, kind)
+
+
+Cell = tuple[int, float]  # (smallest width, smallest max_time) of the sets it holds
+ANY: Cell = (0, 0.0)  # the one cell of a queue that is not shaped
+
+
+def width_floor(width: int) -> int:
+    """The cell of a width: exact up to 16, above that four cells per doubling."""
+    if width <= 16:
+        return width
+    drop = width.bit_length() - 3
+    return (width >> drop) << drop
+
+
+def time_floor(max_time: float | None) -> float:
+    """The cell of a declared maximum time: four per doubling; none is its own (infinite)."""
+    if max_time is None:
+        return math.inf
+    seconds = int(max_time)
+    if seconds <= 16:
+        return float(seconds)
+    drop = seconds.bit_length() - 3
+    return float((seconds >> drop) << drop)
+
+
+def cell_of(entry: SetEntry) -> Cell:
+    """Where a waiting set sits in a shaped queue: by what it still needs and how long it runs."""
+    return (width_floor(entry.missing), time_floor(entry.max_time))
+
+
+@dataclass(frozen=True)
+class Window:
+    """What a backfill candidate must fit: at most ``width`` systems, and either a declared
+    time of at most ``time`` seconds (rule 1) or at most ``extra`` systems (rule 2)."""
+
+    width: int
+    time: float
+    extra: int
+
+    def admits_cell(self, cell: Cell) -> bool:
+        """Whether some set of the cell could fit (the cell holds its floors and more)."""
+        return cell[0] <= self.width and (cell[1] <= self.time or cell[0] <= self.extra)
+
+    def admits(self, entry: SetEntry) -> bool:
+        """Whether the set fits the window."""
+        width = entry.missing
+        if width > self.width:
+            return False
+        timed = entry.max_time is not None and entry.max_time <= self.time
+        return timed or width <= self.extra
+
+    def within(self, other: Window) -> bool:
+        """Whether every set this window admits, ``other`` admits too."""
+        return self.width <= other.width and self.time <= other.time and self.extra <= other.extra
+
+
+Lanes = dict[str, dict[tuple[int, int], list[HeapItem]]]  # group -> (priority, spv) -> heap
 
 
 class Queue:
-    """Waiting sets, bucketed for the pending-system event."""
+    """Waiting sets, bucketed for the pending-system event.
 
-    def __init__(self) -> None:
-        self._buckets: dict[str, dict[str, dict[tuple[int, int], list[HeapItem]]]] = {}
-        self._live: set[tuple[int, str, int]] = set()  # (set, class, version) in a heap
+    A *shaped* queue splits each class further into cells by the set's width
+    and declared time, so that a backfill search looks only at sets that could
+    fit (:class:`Window`) instead of walking the queue.
+    """
+
+    def __init__(self, *, shaped: bool = False) -> None:
+        self.shaped = shaped
+        self.version = 0  # bumped on every push: a search that found nothing may be stale
+        self._buckets: dict[str, dict[Cell, Lanes]] = {}
+        self._live: set[tuple[int, str, int, Cell]] = set()  # (set, class, version, cell)
 
     def push(self, entry: SetEntry, klass: str) -> None:
         """Put a waiting set in the heap for one of its classes (once; never an ineligible one).
@@ -143,13 +234,16 @@ class Queue:
         """
         if not entry.eligible:
             return
-        live = (entry.id, klass, entry.version)
+        cell = cell_of(entry) if self.shaped else ANY
+        live = (entry.id, klass, entry.version, cell)
         if live in self._live:
             return
         self._live.add(live)
+        self.version += 1
         group = entry.group or EVERYBODY
         heap = (
             self._buckets.setdefault(klass, {})
+            .setdefault(cell, {})
             .setdefault(group, {})
             .setdefault((int(entry.priority), spv_key(entry.spv)), [])
         )
@@ -163,20 +257,31 @@ class Queue:
         policy: AccessPolicy,
         now: float,
         config: SchedulerConfig,
+        window: Window | None = None,
     ) -> Generator[tuple[SetEntry, str], None, None]:
         """Waiting sets that may use ``system``, best first by the system's order key.
 
-        The caller checks the dynamic conditions (lab, holds); the heaps are left
-        as they were, but for entries found stale.
+        With a ``window`` (shaped queues), only sets that fit it. The caller
+        checks the dynamic conditions (lab, holds); the heaps are left as they
+        were, but for entries found stale.
         """
         merge: list[Merge] = []
-        for klass in sorted(classes):
-            for group, levels in sorted(self._buckets.get(klass, {}).items()):
-                cap = policy.maximum(system.pools, group)
-                if cap is None:
+        emptied: list[Where] = []
+        # the merge breaks ties on (class, cell, group, level): any walk order gives one result
+        for klass in classes:
+            for cell, lanes in self._buckets.get(klass, {}).items():
+                if window is not None and not window.admits_cell(cell):
                     continue
-                for level, heap in sorted(levels.items()):
-                    self._push_top(merge, heap, (klass, group, level), cap, sets, now, config)
+                for group, levels in lanes.items():
+                    cap = policy.maximum(system.pools, group)
+                    if cap is None:
+                        continue
+                    for level, heap in levels.items():
+                        where = (klass, cell, group, level)
+                        if not self._push_top(merge, heap, where, cap, sets, now, config):
+                            emptied.append(where)
+        for where in emptied:
+            self._prune(where)
         taken: list[tuple[list[HeapItem], HeapItem]] = []
         yielded: set[tuple[int, str]] = set()  # a set may sit in a heap twice after a release
         try:
@@ -184,10 +289,11 @@ class Queue:
                 _, where, heap = heapq.heappop(merge)
                 item = heapq.heappop(heap)
                 taken.append((heap, item))
-                if (item[1], where[0]) not in yielded:
+                entry = sets[item[1]]
+                if (item[1], where[0]) not in yielded and (window is None or window.admits(entry)):
                     yielded.add((item[1], where[0]))
-                    yield sets[item[1]], where[0]
-                cap = policy.maximum(system.pools, where[1]) or Priority.LOW
+                    yield entry, where[0]
+                cap = policy.maximum(system.pools, where[2]) or Priority.LOW
                 self._push_top(merge, heap, where, cap, sets, now, config)
         finally:
             for heap, item in taken:
@@ -202,27 +308,47 @@ class Queue:
         sets: dict[int, SetEntry],
         now: float,
         config: SchedulerConfig,
-    ) -> None:
+    ) -> bool:
+        """Put the heap's best live entry into the merge; False when the heap is empty."""
+        klass, cell = where[0], where[1]
         while heap:
             _submitted, set_id, version = heap[0]
             entry = sets.get(set_id)
-            if entry is None or not _still_wants(entry, version, where[0]):
+            if entry is None or not self._still_wants(entry, version, klass, cell):
                 heapq.heappop(heap)  # stale: gone, re-keyed, or placed in this class
-                self._live.discard((set_id, where[0], version))
+                self._live.discard((set_id, klass, version, cell))
                 continue
             key: OrderKey = order_key(entry, cap, now, config)
             negated: tuple[float, ...] = tuple(
                 -k for k in key
             )  # heapq is a min-heap; best key first
-            # ties between heaps break on (class, group, level): the same every run
+            # ties between heaps break on (class, cell, group, level): the same every run
             heapq.heappush(merge, (negated, where, heap))
-            return
+            return True
+        return False
+
+    def _prune(self, where: Where) -> None:
+        """Drop an empty heap, and the levels above it that it leaves empty."""
+        klass, cell, group, level = where
+        cells = self._buckets[klass]
+        lanes = cells[cell]
+        levels = lanes[group]
+        if levels.get(level):
+            return  # refilled since
+        levels.pop(level, None)
+        if not levels:
+            del lanes[group]
+            if not lanes:
+                del cells[cell]
+
+    def _still_wants(self, entry: SetEntry, version: int, klass: str, cell: Cell) -> bool:
+        if not (entry.waiting and entry.version == version and entry.eligible):
+            return False
+        if not entry.wants(klass):
+            return False
+        return not self.shaped or cell_of(entry) == cell
 
 
 def spv_key(spv: float) -> int:
     """The heap partition of an spv (the table's cells are tenths: a few hundred values at most)."""
     return round(spv * 100)
-
-
-def _still_wants(entry: SetEntry, version: int, klass: str) -> bool:
-    return entry.waiting and entry.version == version and entry.eligible and entry.wants(klass)

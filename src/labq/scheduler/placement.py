@@ -12,8 +12,12 @@ one recipe's choice would starve another's.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence, Set
 from typing import TypeVar
+
+from labq.domain.model import AccessPolicy
+from labq.scheduler.entries import RecipeEntry, SetEntry, SystemEntry
+from labq.scheduler.index import ClassIndex, condition_allows, may_come_back
 
 K = TypeVar("K", bound=Hashable)
 S = TypeVar("S", bound=Hashable)
@@ -117,3 +121,138 @@ def _flip(
         given[current].remove(handed_over)
         incoming = handed_over
         current = previous
+
+
+class Placer:
+    """Which systems may serve which recipes now, and matchings of sets onto them.
+
+    Dynamic viability (condition and pool access) is remembered until a system
+    is added or changes condition (:meth:`systems_changed`). Among systems that
+    would do, a set gets those the fewest waiting sets could use (the *demand*
+    on a system), so rare systems stay free for the sets that need them; then
+    by name.
+    """
+
+    def __init__(
+        self,
+        index: ClassIndex,
+        systems: Mapping[str, SystemEntry],
+        policy: AccessPolicy,
+        waiting: Mapping[str, int],
+    ) -> None:
+        self.index = index
+        self.systems = systems
+        self.policy = policy
+        self.waiting = waiting  # class -> waiting sets with a recipe of it (kept by the core)
+        self._usable: dict[tuple[str, str, str | None], bool] = {}
+        self._pools: dict[tuple[str, str, str | None, bool], frozenset[str]] = {}
+        self._runnable: dict[tuple[str, str | None, bool, tuple[tuple[str, int], ...]], bool] = {}
+
+    def systems_changed(self) -> None:
+        """A system was added or changed condition: forget what was worked out."""
+        self._usable.clear()
+        self._pools.clear()
+        self._runnable.clear()
+
+    def usable(self, system: SystemEntry, klass: str, group: str | None) -> bool:
+        """Dynamic viability: condition and pool access (the class checked the rest)."""
+        key = (system.fqdn, klass, group)
+        known = self._usable.get(key)
+        if known is None:
+            known = condition_allows(system, self.index.classes[klass]) and (
+                self.policy.maximum(system.pools, group) is not None
+            )
+            self._usable[key] = known
+        return known
+
+    def pool(
+        self, lab: str, klass: str, group: str | None, *, ever: bool = False
+    ) -> frozenset[str]:
+        """The systems of ``lab`` a recipe of ``klass`` and ``group`` may use, whatever they do
+        (``ever``: also manual ones, which may come back)."""
+        key = (lab, klass, group, ever)
+        found = self._pools.get(key)
+        if found is None:
+            klass_of = self.index.classes[klass]
+            found = frozenset(
+                f
+                for f in self.index.systems_of[klass]
+                if self.systems[f].lab == lab
+                and (
+                    may_come_back(self.systems[f], klass_of)
+                    if ever
+                    else condition_allows(self.systems[f], klass_of)
+                )
+                and self.policy.maximum(self.systems[f].pools, group) is not None
+            )
+            self._pools[key] = found
+        return found
+
+    def could_run(
+        self, lab: str, demands: Mapping[str, int], group: str | None, *, ever: bool = False
+    ) -> bool:
+        """Whether ``lab`` could run a whole set of these demands once its systems are free."""
+        key = (lab, group, ever, tuple(sorted(demands.items())))
+        known = self._runnable.get(key)
+        if known is None:
+            pools = {k: self.pool(lab, k, group, ever=ever) for k in demands}
+            if len(demands) == 1:
+                ((klass, need),) = demands.items()
+                known = len(pools[klass]) >= need
+            else:
+                options = {k: sorted(p) for k, p in pools.items()}
+                known = is_complete(demands, gang_match(demands, options))
+            self._runnable[key] = known
+        return known
+
+    def place(
+        self,
+        entry: SetEntry,
+        lab: str,
+        available: Set[str],
+        *,
+        every: bool = False,
+        avoid: Set[str] = frozenset(),
+    ) -> dict[int, str]:
+        """A maximum matching of the set's unplaced recipes (``every``: all) onto ``available``.
+
+        Systems in ``avoid`` (borrowed ones) are taken last.
+        """
+        recipes = entry.recipes if every else entry.unplaced()
+        by_class: dict[str, list[RecipeEntry]] = {}
+        for recipe in recipes:
+            by_class.setdefault(recipe.klass, []).append(recipe)
+        candidates = {
+            key: self._preferred(self.pool(lab, key, entry.group) & available) for key in by_class
+        }
+        if avoid:
+            candidates = {k: sorted(v, key=lambda f: f in avoid) for k, v in candidates.items()}
+        given = gang_match({k: len(v) for k, v in by_class.items()}, candidates)
+        placement: dict[int, str] = {}
+        for key, systems in given.items():
+            for recipe, fqdn in zip(by_class[key], systems, strict=False):
+                placement[recipe.id] = fqdn
+        return placement
+
+    def demand(self, fqdn: str) -> int:
+        """How many waiting sets have a recipe that could use the system."""
+        return self._demand(self.index.kinds_of.get(fqdn, frozenset()))
+
+    def _demand(self, kind: frozenset[str]) -> int:
+        return sum(self.waiting.get(k, 0) for k in kind)
+
+    def _preferred(self, systems: Iterable[str]) -> list[str]:
+        found = sorted(systems)
+        if len(found) < 2:
+            return found
+        kinds = self.index.kinds_of
+        per_kind: dict[frozenset[str], int] = {}  # systems meeting the same classes share one
+        demands = {}
+        for fqdn in found:
+            kind = kinds.get(fqdn, frozenset())
+            if kind not in per_kind:
+                per_kind[kind] = self._demand(kind)
+            demands[fqdn] = per_kind[kind]
+        if len(set(per_kind.values())) == 1:
+            return found  # nothing to tell them apart: by name
+        return sorted(found, key=demands.__getitem__)  # stable: by name within a demand

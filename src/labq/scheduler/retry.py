@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
 
+from labq.domain.model import AccessPolicy
 from labq.domain.states import Condition, RecipeState
 from labq.scheduler import decisions as d
-from labq.scheduler.entries import RecipeEntry, SetEntry, ViabilityClass
-from labq.scheduler.index import meets
-
-if TYPE_CHECKING:
-    from labq.scheduler.core import Scheduler
+from labq.scheduler.entries import RecipeEntry, SetEntry, SystemEntry, ViabilityClass
+from labq.scheduler.index import ClassIndex, meets
 
 
 def retry_decision(
-    s: Scheduler, entry: SetEntry, aborted_on: dict[int, str]
+    entry: SetEntry,
+    aborted_on: Mapping[int, str],
+    *,
+    index: ClassIndex,
+    systems: Mapping[str, SystemEntry],
+    policy: AccessPolicy,
+    hard_limit: int,
 ) -> d.Retry | d.SetError | None:
     """A clone with accumulated excludes, an error saying why there is none, or nothing.
 
@@ -25,23 +29,22 @@ def retry_decision(
         return None
     if entry.attempt - 1 >= entry.max_retries:
         return None
-    if entry.attempt - 1 >= s.config.retry_hard_limit:  # said, so nobody waits for a retry
-        limit = s.config.retry_hard_limit
+    if entry.attempt - 1 >= hard_limit:  # said, so nobody waits for a retry
         return d.SetError(
-            entry.id, f"not re-scheduled: the retry limit is reached (retry.hard_limit = {limit})"
+            entry.id,
+            f"not re-scheduled: the retry limit is reached (retry.hard_limit = {hard_limit})",
         )
     excluded: dict[int, frozenset[str]] = {}
     problems = []
     for recipe in entry.recipes:
-        klass = s.klass(recipe)
+        klass = index.classes[recipe.klass]
         if recipe.id not in aborted_on:
             excluded[recipe.index] = klass.excluded
             continue
         avoid = klass.excluded | {aborted_on[recipe.id]}
         excluded[recipe.index] = avoid
-        problem = _why_nothing_fits(
-            s, entry, recipe, ViabilityClass(klass.requirement, avoid, klass.force)
-        )
+        avoiding = ViabilityClass(klass.requirement, avoid, klass.force)
+        problem = _why_nothing_fits(entry, recipe, avoiding, systems, policy)
         if problem:
             problems.append(problem)
     if problems:
@@ -50,20 +53,23 @@ def retry_decision(
 
 
 def _why_nothing_fits(
-    s: Scheduler, entry: SetEntry, recipe: RecipeEntry, klass: ViabilityClass
+    entry: SetEntry,
+    recipe: RecipeEntry,
+    klass: ViabilityClass,
+    systems: Mapping[str, SystemEntry],
+    policy: AccessPolicy,
 ) -> str:
     """Empty when another system could serve the recipe, else the reason in plain words."""
     matching = [
         system
-        for system in s.systems.values()
+        for system in systems.values()
         if meets(system, ViabilityClass(klass.requirement, frozenset(), klass.force))
     ]
     others = [m for m in matching if m.fqdn not in klass.excluded]
     usable = [  # broken and manual systems may come back: the clone waits for them
         m
         for m in others
-        if m.condition is not Condition.REMOVED
-        and s.policy.maximum(m.pools, entry.group) is not None
+        if m.condition is not Condition.REMOVED and policy.maximum(m.pools, entry.group) is not None
     ]
     if usable:
         return ""

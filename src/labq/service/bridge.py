@@ -32,7 +32,7 @@ from labq.domain.states import RecipeState, Usage
 from labq.scheduler import decisions as d
 from labq.scheduler.core import Scheduler
 from labq.scheduler.entries import RecipeSubmission, SchedulerConfig, SetSubmission, SystemEntry
-from labq.scheduler.restore import RestoredRecipe, RestoredSet, offer, restore
+from labq.scheduler.restore import RestoredRecipe, RestoredSet
 from labq.service.actions import Actions, Launch
 from labq.store import Repository, epoch
 from labq.store.views import UnfinishedSet
@@ -67,7 +67,7 @@ def rebuild(repo: Repository, config: SchedulerConfig) -> Scheduler:
     scheduler = Scheduler(config, repo.load_access_policy())
     systems = [system_entry(s) for s in repo.systems_as_added()]
     sets = [_restored(u) for u in repo.unfinished_sets() if not _unseen(u)]
-    restore(scheduler, systems, sets, held=repo.held_locks())
+    scheduler.restore(systems, sets, held=repo.held_locks())
     for pause in repo.list_pauses():  # paused queues hold again; run-out ones end at next check
         scheduler.pause_lab(pause.lab, scheduler.now)
     return scheduler
@@ -83,7 +83,7 @@ def resume(repo: Repository, scheduler: Scheduler, *, now: datetime) -> Actions:
         _submission(u) for u in repo.unfinished_sets() if _unseen(u) and u.id not in scheduler.sets
     ]
     out = settle(repo, scheduler, scheduler.submit(unseen, epoch(now)), now=now)
-    pending = offer(scheduler, repo.pending_systems(), epoch(now))
+    pending = scheduler.offer(repo.pending_systems(), epoch(now))
     return out + settle(repo, scheduler, pending, now=now)
 
 

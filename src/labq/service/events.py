@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 from labq.domain.states import Condition, RecipeState
 from labq.scheduler.core import Scheduler
-from labq.scheduler.restore import offer
 from labq.service import bridge, eligibility, repair
 from labq.service.actions import Actions
 from labq.store import Repository, epoch
@@ -52,7 +51,7 @@ def decide(
         fresh = bridge.rebuild(repo, service.settings.scheduler())
         service.core = fresh
         free = sorted(f for systems in fresh.free.values() for f in systems)
-        return bridge.settle(repo, fresh, offer(fresh, free, at), now=now)
+        return bridge.settle(repo, fresh, fresh.offer(free, at), now=now)
     if event.kind == "locks":
         return locks_changed(repo, core, [int(event.key or 0)], now)
     if event.kind == "finished":
@@ -178,6 +177,6 @@ def consistency(
         log.warning("the scheduler disagrees with the database: %s", repair.describe(found))
         core = service.core = bridge.rebuild(repo, service.settings.scheduler())
         free = sorted(f for systems in core.free.values() for f in systems)
-        out += bridge.settle(repo, core, offer(core, free, epoch(now)), now=now)
+        out += bridge.settle(repo, core, core.offer(free, epoch(now)), now=now)
     # events lost between processes (a NOTIFY nobody heard): new sets and pending systems
     return out + bridge.resume(repo, core, now=now)

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 from rich.console import Console
 
 from labq.domain.job import JobSpec
 from labq.errors import InputError
-from labq.sim.report import compare_report, print_compare, print_run, run_report
+from labq.sim.report import compare_report, print_compare, print_run, run_report, write_json
 from labq.sim.runner import Run, simulate
-from labq.sim.scenario import Scenario, load_scenario
+from labq.sim.scenario import Scenario, load_scenario, with_config
 
 
 def run_sim(
@@ -26,18 +25,19 @@ def run_sim(
     nodes: int | None,
     limit: int | None,
     estimate: str,
+    config: str | None = None,
 ) -> None:
     """Load the input, run each policy, print and plot."""
     loaded, files = _load(scenario, swf, nodes, limit, estimate)
+    if config is not None:
+        loaded = with_config(loaded, config)
     runs: list[Run] = [simulate(loaded, files, name.strip(), seed) for name in policies]
     if plot_dir is not None:
         from labq.sim.plots import write_plots
 
         write_plots(runs, plot_dir)
     if as_json:
-        body = compare_report(runs) if compare else run_report(runs[0])
-        json.dump(body, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        write_json(compare_report(runs) if compare else run_report(runs[0]), sys.stdout)
         return
     console = Console()
     if compare:

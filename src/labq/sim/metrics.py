@@ -143,10 +143,13 @@ def stuck(world: World) -> list[dict[str, object]]:
 
 
 def _why_stuck(world: World, run: SetRun) -> str:
-    if not _could_ever_run(world, run):
-        return "unsatisfiable: no lab has usable systems for every recipe of the set"
     holding = sorted(r.system for r in run.recipes if r.system is not None)
     held = ", ".join(holding) if holding else "nothing"
+    if not _could_ever_run(world, run):
+        return (
+            "unsatisfiable: no lab has usable systems for every recipe of the set"
+            f" (it waits for systems that are away), holding {held}"
+        )
     states = ", ".join(sorted({r.state.value for r in run.recipes}))
     return f"could run but never started (deadlock or starvation): recipes {states}, holding {held}"
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict
-from typing import Any
+from typing import Any, TextIO
 
 from rich.console import Console
 from rich.table import Table
@@ -21,6 +22,27 @@ def run_report(run: Run) -> dict[str, Any]:
         "metrics": _metrics_dict(measure(run.world)),
         "stuck": stuck(run.world),
     }
+
+
+def write_json(body: dict[str, Any], out: TextIO) -> None:
+    """Write a report as JSON: one line per key, lists of rows one compact row per line.
+
+    A trace's report has hundreds of thousands of rows; indenting each field
+    made it several times larger and slower to write (and to read back).
+    """
+    out.write("{\n")
+    for position, (key, value) in enumerate(body.items()):
+        out.write(f"  {json.dumps(key)}: ")
+        if isinstance(value, list) and value and isinstance(value[0], dict):
+            out.write("[\n")
+            for i, row in enumerate(value):
+                out.write("    " + json.dumps(row, separators=(",", ":")))
+                out.write(",\n" if i < len(value) - 1 else "\n")
+            out.write("  ]")
+        else:
+            out.write(json.dumps(value, separators=(",", ":")))
+        out.write(",\n" if position < len(body) - 1 else "\n")
+    out.write("}\n")
 
 
 def compare_report(runs: list[Run]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from labq.domain.job import JobSpec
 from labq.domain.locks import parse_locks
 from labq.domain.locktable import Grant
 from labq.domain.model import AccessPolicy, System
+from labq.domain.requirements import Requirement
 from labq.errors import InputError
 from labq.sim import world as w
 from labq.sim.locking import Hold, LockStep
@@ -185,25 +186,43 @@ def _job_sets(
             locks=LockNeeds.of(parse_locks(rs.locks, levels)),
             recipes=[],
         )
-        for recipe in rs.recipes:
-            outcome = (
-                recipe.outcome if isinstance(recipe.outcome, str) else list(recipe.outcome.abort_on)
-            )
-            run.recipes.append(
-                RecipeRun(
-                    id=world.new_id(),
-                    set_id=run.id,
-                    role=recipe.role,
-                    requirement=requirements.parse(recipe.host),
-                    duration=recipe.duration,
-                    outcome=outcome,
-                    excluded=frozenset(recipe.exclude),
-                    force=recipe.force,
-                    plan=lock_plan(recipe),
-                )
-            )
+        run.recipes = _recipe_runs(world, run.id, rs)
         world.add_set(run)
         runs.append(run)
+    return runs
+
+
+Parsed = tuple[Requirement, str | list[str], frozenset[str], tuple[LockStep, ...]]
+
+
+def _recipe_runs(world: World, set_id: int, recipe_set: SimRecipeSet) -> list[RecipeRun]:
+    """The recipe attempts of a set (a trace's set repeats one recipe N times: parse it once)."""
+    parsed: dict[int, Parsed] = {}
+    runs = []
+    for recipe in recipe_set.recipes:
+        known = parsed.get(id(recipe))
+        if known is None:
+            outcome = recipe.outcome
+            known = parsed[id(recipe)] = (
+                requirements.parse(recipe.host),
+                outcome if isinstance(outcome, str) else list(outcome.abort_on),
+                frozenset(recipe.exclude),
+                lock_plan(recipe),
+            )
+        requirement, outcome_of, excluded, plan = known
+        runs.append(
+            RecipeRun(
+                id=world.new_id(),
+                set_id=set_id,
+                role=recipe.role,
+                requirement=requirement,
+                duration=recipe.duration,
+                outcome=outcome_of if isinstance(outcome_of, str) else list(outcome_of),
+                excluded=excluded,
+                force=recipe.force,
+                plan=plan,
+            )
+        )
     return runs
 
 

@@ -208,6 +208,26 @@ def load_scenario(path: str | Path) -> tuple[Scenario, dict[str, JobSpec]]:
     return scenario, files
 
 
+def with_config(scenario: Scenario, path: str | Path) -> Scenario:
+    """The scenario with the ``config`` section read from a file laid over its own.
+
+    The file is a YAML mapping of the section's keys (``holds``, ``queue``,
+    ``aging``, …); each key given replaces the scenario's, whole.
+    """
+    source = str(path)
+    data, lines = load_yaml(read_document(path), source=source)
+    if not isinstance(data, dict):
+        raise InputError(
+            "expected a mapping of config keys (holds, queue, aging, …)", source=source
+        )
+    merged = {**scenario.config.model_dump(by_alias=True, exclude_unset=True), **data}
+    try:
+        config = SimConfig.model_validate(merged)
+    except ValidationError as exc:
+        raise validation_error(exc, source=source, lines=lines) from None
+    return scenario.model_copy(update={"config": config})
+
+
 def parse_scenario(data: object, *, source: str, lines: LineMap | None = None) -> Scenario:
     """Validate scenario data, with errors that name the place."""
     try:

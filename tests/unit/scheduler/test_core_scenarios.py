@@ -296,7 +296,9 @@ def backfill_scenario(candidate_max_time):
 
 def test_backfill_is_allowed_when_it_ends_before_the_holder_can_start():
     result = run(backfill_scenario(50))
-    assert started_at(result, "cand") == 100
+    # big holds s1 from t=1 and cannot start before 200: cand borrows s1 at once
+    assert started_at(result, "cand") == 2
+    assert rows(result, "cand")[0]["system"] == "s1"
     assert started_at(result, "big") == 200
 
 
