@@ -186,3 +186,27 @@ def test_a_cancelled_set_whose_supervisor_died_ends_cancelled_and_is_not_retried
         assert repo.recipe_history(recipe.id)[-1].reason == "wrong kernel"
         assert {repo.get_system(f).recipe for f in ("a", "b")} == {None}
     service.stop()
+
+
+def test_a_retry_owed_by_a_set_that_ended_unheard_is_made_after_a_restart(engine):
+    """The supervisor wrote the abort, then the server died before it heard the set end."""
+    dispatcher = RecordingDispatcher()
+    service = make_service(engine, dispatcher)
+    add_systems(engine, service, "a", "b")
+    job_id = submit(engine, service, recipes=1, max_retries=1)
+    (first,) = dispatcher.started
+    service.stop()  # gone before the supervisor's exit is reported
+    run_to(engine, first, RecipeState.ABORTED)
+    again = RecordingDispatcher()
+    service = make_service(engine, again)
+    with transaction(engine) as repo:
+        sets = repo.load_job(job_id).sets
+        assert [s.retry_of for s in sets] == [None, first], "the retry was made"
+        assert sets[1].recipes[0].system not in (None, sets[0].recipes[0].system)
+        assert repo.job_state(job_id) is not RecipeState.ABORTED
+    assert again.started == [sets[1].id]
+    service.post("consistency")  # told again: nothing more happens
+    service.drain()
+    with transaction(engine) as repo:
+        assert len(repo.load_job(job_id).sets) == 2
+    service.stop()

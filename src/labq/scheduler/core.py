@@ -171,6 +171,53 @@ class Scheduler:
         self._drain()
         return self._finish()
 
+    def ended_unheard(
+        self,
+        submission: SetSubmission,
+        outcomes: Mapping[int, RecipeState],
+        aborted_on: Mapping[int, str],
+        now: float,
+    ) -> list[d.Decision]:
+        """A set ended while no scheduler heard of it (its end was written, the server died
+        before it was told): decide the retry it may be owed, and nothing else."""
+        self._begin(now)
+        if submission.id in self.sets:
+            raise ValueError(f"recipe set {submission.id} is known: finish it instead")
+        recipes = [
+            RecipeEntry(
+                spec.id,
+                submission.id,
+                index,
+                self.index.add_class(ViabilityClass(spec.requirement, spec.excluded, spec.force)),
+                spec.role,
+                state=outcomes.get(spec.id, RecipeState.COMPLETED),
+            )
+            for index, spec in enumerate(submission.recipes)
+        ]
+        entry = SetEntry(
+            id=submission.id,
+            job=submission.job,
+            priority=submission.priority,
+            submitted=submission.submitted,
+            recipes=recipes,
+            group=submission.group,
+            max_retries=submission.max_retries,
+            attempt=submission.attempt,
+            retry_of=submission.retry_of,
+            finished=True,
+        )
+        decision = retry_decision(
+            entry,
+            aborted_on,
+            index=self.index,
+            systems=self.systems,
+            policy=self.policy,
+            hard_limit=self.config.retry_hard_limit,
+        )
+        if decision is not None:
+            self.books.out.append(decision)
+        return self._finish()
+
     def cancel(
         self, set_ids: Iterable[int], now: float, reason: str = "cancelled"
     ) -> list[d.Decision]:

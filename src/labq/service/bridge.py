@@ -74,15 +74,27 @@ def rebuild(repo: Repository, config: SchedulerConfig) -> Scheduler:
 
 
 def resume(repo: Repository, scheduler: Scheduler, *, now: datetime) -> Actions:
-    """After :func:`rebuild`: submit the sets the core never saw, offer pending systems.
+    """After :func:`rebuild`: submit the sets the core never saw, decide the retries of sets
+    that ended unheard, offer pending systems.
 
-    Both exist only when the service stopped between a commit and the event
+    All exist only when the service stopped between a commit and the event
     that should have followed it.
     """
     unseen = [
         _submission(u) for u in repo.unfinished_sets() if _unseen(u) and u.id not in scheduler.sets
     ]
     out = settle(repo, scheduler, scheduler.submit(unseen, epoch(now)), now=now)
+    for ended in repo.ended_sets_owing_retry():
+        if ended.id in scheduler.sets:
+            continue  # the core knows it: its supervisor's end is on its way
+        outcomes = {r.id: r.state for r in ended.recipes}
+        aborted_on = {
+            r.id: r.system
+            for r in ended.recipes
+            if r.state is RecipeState.ABORTED and r.system is not None
+        }
+        decided = scheduler.ended_unheard(_submission(ended), outcomes, aborted_on, epoch(now))
+        out += settle(repo, scheduler, decided, now=now)
     pending = scheduler.offer(repo.pending_systems(), epoch(now))
     return out + settle(repo, scheduler, pending, now=now)
 

@@ -10,7 +10,8 @@ from collections import defaultdict
 from collections.abc import Collection
 from typing import NamedTuple
 
-from sqlalchemy import ColumnElement, Select, select
+from sqlalchemy import ColumnElement, Select, exists, select
+from sqlalchemy.orm import aliased
 
 from labq.domain import requirements
 from labq.domain.contention import LockNeeds
@@ -55,6 +56,33 @@ class RestoreStore(AdmissionStore, SystemStore):
         where: list[ColumnElement[bool]] = [RecipeSets.finished_at.is_(None)]
         if set_ids is not None:
             where.append(RecipeSets.id.in_(list(set_ids)))
+        return self._restorable(where)
+
+    def ended_sets_owing_retry(self) -> list[UnfinishedSet]:
+        """Sets that ended with a recipe aborted on a system, none cancelled, within their
+        ``max_retries``, with neither a clone nor an error: the scheduler never decided
+        their retry (it was not told they ended). Their recipes are all final."""
+        clone = aliased(RecipeSets)
+        aborted = exists().where(
+            Recipes.recipe_set_id == RecipeSets.id,
+            Recipes.state == RecipeState.ABORTED.value,
+            Recipes.system_id.is_not(None),
+        )
+        cancelled = exists().where(
+            Recipes.recipe_set_id == RecipeSets.id, Recipes.state == RecipeState.CANCELLED.value
+        )
+        return self._restorable(
+            [
+                RecipeSets.finished_at.is_not(None),
+                RecipeSets.error.is_(None),
+                RecipeSets.attempt - 1 < RecipeSets.max_retries,
+                ~exists().where(clone.retry_of == RecipeSets.id),
+                aborted,
+                ~cancelled,
+            ]
+        )
+
+    def _restorable(self, where: list[ColumnElement[bool]]) -> list[UnfinishedSet]:
         chosen = select(RecipeSets.id).where(*where)
         recipes = self._unfinished_recipes(chosen)
         rows = self.conn.execute(
