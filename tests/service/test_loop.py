@@ -210,3 +210,22 @@ def test_a_retry_owed_by_a_set_that_ended_unheard_is_made_after_a_restart(engine
     with transaction(engine) as repo:
         assert len(repo.load_job(job_id).sets) == 2
     service.stop()
+
+
+def test_a_cancel_between_a_sets_abort_and_its_end_being_heard_stops_the_retry(engine):
+    dispatcher = RecordingDispatcher()
+    service = make_service(engine, dispatcher)
+    add_systems(engine, service, "a", "b")
+    job_id = submit(engine, service, recipes=1, max_retries=1)
+    (first,) = dispatcher.started
+    run_to(engine, first, RecipeState.ABORTED)  # the supervisor wrote the abort...
+    with transaction(engine) as repo:  # ...and the owner cancels before the server hears it
+        repo.cancel_job(job_id, actor="alice", now=NOW, reason="wrong kernel")
+    service.set_finished(first, 0, dispatcher.claims[first])
+    service.drain()
+    with transaction(engine) as repo:
+        (only,) = repo.load_job(job_id).sets
+        assert only.error == "not re-scheduled: the job was cancelled (wrong kernel)"
+        assert repo.job_state(job_id).is_final
+    assert dispatcher.started == [first]
+    service.stop()

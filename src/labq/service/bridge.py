@@ -214,6 +214,8 @@ def _apply_one(repo: Repository, decision: d.Decision, now: datetime) -> Applied
             repo.request_stop(set_id, reason)
             return decision
         case d.Retry(set=set_id, excluded=excluded):
+            if repo.get_recipe_set(set_id).error is not None:
+                return None  # its job was cancelled after the set ended: no retry
             clone = repo.clone_recipe_set(set_id, actor=ACTOR, now=now, excluded=excluded)
             return Retried(decision, clone)
         case d.SetError(set=set_id, message=message):

@@ -11,14 +11,15 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, func, insert, select, update
+from sqlalchemy import Select, exists, func, insert, select, update
+from sqlalchemy.orm import aliased
 
 from labq.domain.job import JobSpec
 from labq.domain.priority import Priority
 from labq.domain.states import FINAL_RECIPE_STATES, RecipeState, derived_state
 from labq.errors import InputError, NotFoundError
 from labq.store.columns import values_of
-from labq.store.jobstate import job_states
+from labq.store.jobstate import job_states, retry_owed_clause
 from labq.store.loading import TASK_FIELDS, JobLoader
 from labq.store.moves import RecipeMoves
 from labq.store.people import PeopleStore
@@ -107,9 +108,25 @@ class JobStore(PeopleStore, RecipeMoves, JobLoader):
                 stmt = update(RecipeSets).where(RecipeSets.id == set_id)
                 self.conn.execute(stmt.values(stop_reason=reason or "cancelled"))
                 count += len(unfinished)
+            self._no_retries_after_cancel(job_id, reason or "cancelled")
             if count:
                 self._log(now, actor, "job", "cancel", object_id=job_id, reason=reason)
         return count
+
+    def _no_retries_after_cancel(self, job_id: int, reason: str) -> None:
+        """Sets of the job that ended owing a retry the scheduler has not made yet (it has
+        not heard they ended) never get one: say so where the scheduler and the job's
+        state look."""
+        clone = aliased(RecipeSets)
+        self.conn.execute(
+            update(RecipeSets)
+            .where(
+                RecipeSets.job_id == job_id,
+                retry_owed_clause(),
+                ~exists().where(clone.retry_of == RecipeSets.id),
+            )
+            .values(error=f"not re-scheduled: the job was cancelled ({reason})")
+        )
 
     def _open_recipes(self, set_id: int) -> list[int]:
         stmt = (

@@ -85,7 +85,7 @@ def job_state_codes() -> Select[int, int]:
     clone = aliased(RecipeSets)
     superseded = exists().where(clone.retry_of == RecipeSets.id)
     code = case(
-        (_retry_owed(), STATE_CODES[RecipeState.NEW]),
+        (retry_owed_clause(), STATE_CODES[RecipeState.NEW]),
         else_=case({s.value: c for s, c in STATE_CODES.items()}, value=Recipes.state),
     )
     return (
@@ -96,7 +96,7 @@ def job_state_codes() -> Select[int, int]:
     )
 
 
-def _retry_owed() -> ColumnElement[bool]:
+def retry_owed_clause() -> ColumnElement[bool]:
     """:func:`retry_owed` of the set in ``RecipeSets`` (``finished_at``: its last recipe ended)."""
     other = aliased(Recipes)
     aborted_there = exists().where(

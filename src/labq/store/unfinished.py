@@ -20,6 +20,7 @@ from labq.domain.model import System
 from labq.domain.priority import Priority
 from labq.domain.states import RecipeState, Usage
 from labq.store.admission import AdmissionStore
+from labq.store.jobstate import retry_owed_clause
 from labq.store.systems import SystemStore
 from labq.store.tables import Groups, Jobs, Labs, RecipeExcludes, Recipes, RecipeSets, Systems
 from labq.store.views import UnfinishedRecipe, UnfinishedSet
@@ -63,24 +64,8 @@ class RestoreStore(AdmissionStore, SystemStore):
         ``max_retries``, with neither a clone nor an error: the scheduler never decided
         their retry (it was not told they ended). Their recipes are all final."""
         clone = aliased(RecipeSets)
-        aborted = exists().where(
-            Recipes.recipe_set_id == RecipeSets.id,
-            Recipes.state == RecipeState.ABORTED.value,
-            Recipes.system_id.is_not(None),
-        )
-        cancelled = exists().where(
-            Recipes.recipe_set_id == RecipeSets.id, Recipes.state == RecipeState.CANCELLED.value
-        )
-        return self._restorable(
-            [
-                RecipeSets.finished_at.is_not(None),
-                RecipeSets.error.is_(None),
-                RecipeSets.attempt - 1 < RecipeSets.max_retries,
-                ~exists().where(clone.retry_of == RecipeSets.id),
-                aborted,
-                ~cancelled,
-            ]
-        )
+        superseded = exists().where(clone.retry_of == RecipeSets.id)
+        return self._restorable([retry_owed_clause(), ~superseded])
 
     def _restorable(self, where: list[ColumnElement[bool]]) -> list[UnfinishedSet]:
         chosen = select(RecipeSets.id).where(*where)
