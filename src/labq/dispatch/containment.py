@@ -33,6 +33,8 @@ from functools import cache
 from pathlib import Path
 from typing import Final, Literal
 
+from labq.dispatch.procs import process_alive
+
 Mode = Literal["pidns", "group"]
 MARK_VARIABLE: Final = "LABQ_RUN_MARK"
 _PR_SET_DUMPABLE: Final = 4
@@ -90,7 +92,7 @@ def reap(mark: str, *, timeout: float = 5.0) -> int:
         except (ProcessLookupError, PermissionError):
             continue
     deadline = time.monotonic() + timeout
-    while any(_alive(pid) for pid in found) and time.monotonic() < deadline:
+    while any(process_alive(pid) for pid in found) and time.monotonic() < deadline:
         time.sleep(0.02)
     if found:
         log.warning("killed %d process(es) a dead supervisor left behind", len(found))
@@ -107,11 +109,3 @@ def _carries(pid: int, needle: bytes) -> bool:
         return needle in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     except OSError:
         return False
-
-
-def _alive(pid: int) -> bool:
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return text[text.rfind(")") + 2 :].split()[0] not in ("Z", "X")

@@ -171,6 +171,14 @@ _PROGRESS: Final = (
     RecipeState.INSTALLING,
     RecipeState.RUNNING,
 )
+# derived_state as a minimum over this order: unfinished states by progress (the least
+# advanced speaks for the whole), then aborted, cancelled, completed
+DERIVED_ORDER: Final = (
+    *_PROGRESS,
+    RecipeState.ABORTED,
+    RecipeState.CANCELLED,
+    RecipeState.COMPLETED,
+)
 
 
 def derived_state(states: Iterable[RecipeState]) -> RecipeState:

@@ -194,18 +194,8 @@ class Scheduler:
             )
             for index, spec in enumerate(submission.recipes)
         ]
-        entry = SetEntry(
-            id=submission.id,
-            job=submission.job,
-            priority=submission.priority,
-            submitted=submission.submitted,
-            recipes=recipes,
-            group=submission.group,
-            max_retries=submission.max_retries,
-            attempt=submission.attempt,
-            retry_of=submission.retry_of,
-            finished=True,
-        )
+        entry = _set_entry(submission, recipes)
+        entry.finished = True
         decision = retry_decision(
             entry,
             aborted_on,
@@ -645,21 +635,7 @@ class Scheduler:
             recipe = RecipeEntry(spec.id, submission.id, index, key, spec.role)
             self.recipes[spec.id] = recipe
             recipes.append(recipe)
-        entry = SetEntry(
-            id=submission.id,
-            job=submission.job,
-            priority=submission.priority,
-            submitted=submission.submitted,
-            recipes=recipes,
-            group=submission.group,
-            max_time=submission.max_time,
-            max_retries=submission.max_retries,
-            attempt=submission.attempt,
-            retry_of=submission.retry_of,
-            locks=submission.locks,
-            blocked=submission.blocked,
-            buckets=submission.buckets,
-        )
+        entry = _set_entry(submission, recipes)
         self.sets[entry.id] = entry
         self.waiting_by_class.update({r.klass for r in entry.recipes})
         entry.spv = self.running_locks.spv(entry.locks, self.config.spv_base)
@@ -834,3 +810,22 @@ class Scheduler:
         self._drain()
         out, self.books.out = self.books.out, []
         return out
+
+
+def _set_entry(submission: SetSubmission, recipes: list[RecipeEntry]) -> SetEntry:
+    """The core's entry for a submitted set with these recipes."""
+    return SetEntry(
+        id=submission.id,
+        job=submission.job,
+        priority=submission.priority,
+        submitted=submission.submitted,
+        recipes=recipes,
+        group=submission.group,
+        max_time=submission.max_time,
+        max_retries=submission.max_retries,
+        attempt=submission.attempt,
+        retry_of=submission.retry_of,
+        locks=submission.locks,
+        blocked=submission.blocked,
+        buckets=submission.buckets,
+    )

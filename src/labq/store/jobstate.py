@@ -17,29 +17,12 @@ from typing import Final
 from sqlalchemy import ColumnElement, Connection, Select, and_, case, exists, func, select
 from sqlalchemy.orm import aliased
 
-from labq.domain.states import RecipeState, job_state, retry_owed
+from labq.domain.states import DERIVED_ORDER, RecipeState, job_state, retry_owed
 from labq.store.tables import Recipes, RecipeSets
 from labq.store.views import current_attempts
 
-# The order that makes derived_state a minimum: unfinished states by progress
-# (the least advanced speaks for the whole), then aborted, cancelled, completed.
-STATE_CODES: Final = {
-    state: code
-    for code, state in enumerate(
-        (
-            RecipeState.NEW,
-            RecipeState.QUEUED,
-            RecipeState.ASSIGNED,
-            RecipeState.SCHEDULED,
-            RecipeState.WAITING,
-            RecipeState.INSTALLING,
-            RecipeState.RUNNING,
-            RecipeState.ABORTED,
-            RecipeState.CANCELLED,
-            RecipeState.COMPLETED,
-        )
-    )
-}
+# derived_state as a minimum over codes (the SQL form needs numbers)
+STATE_CODES: Final = {state: code for code, state in enumerate(DERIVED_ORDER)}
 
 _SetFacts = tuple[int | None, int, int, str | None, list[tuple[RecipeState, bool]]]
 
