@@ -34,7 +34,8 @@ def test_every_event_told_twice_changes_nothing_the_second_time(engine):
         service.post("consistency")
     service.drain()
     assert len(dispatcher.started) == 1, "the set was started once"
-    assert service.handled == before + 10, "every event handled, none failed into a rebuild"
+    # the two submissions told back to back are taken together: 4 events a round
+    assert service.handled == before + 8, "every event handled, none failed into a rebuild"
     assert service.core is not None
     assert len(service.core.sets) == 1
     service.stop()

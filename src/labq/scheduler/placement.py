@@ -11,6 +11,7 @@ one recipe's choice would starve another's.
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
 from collections.abc import Hashable, Iterable, Mapping, Sequence, Set
 from typing import TypeVar
@@ -222,11 +223,17 @@ class Placer:
         by_class: dict[str, list[RecipeEntry]] = {}
         for recipe in recipes:
             by_class.setdefault(recipe.klass, []).append(recipe)
-        candidates = {
-            key: self._preferred(self.pool(lab, key, entry.group) & available) for key in by_class
-        }
-        if avoid:
-            candidates = {k: sorted(v, key=lambda f: f in avoid) for k, v in candidates.items()}
+        if len(by_class) == 1:  # one class takes the first systems in order: only those
+            ((key, wanted),) = by_class.items()
+            pool = self.pool(lab, key, entry.group) & available
+            candidates = {key: self._best(pool, len(wanted), avoid)}
+        else:
+            candidates = {
+                key: self._preferred(self.pool(lab, key, entry.group) & available)
+                for key in by_class
+            }
+            if avoid:
+                candidates = {k: sorted(v, key=lambda f: f in avoid) for k, v in candidates.items()}
         given = gang_match({k: len(v) for k, v in by_class.items()}, candidates)
         placement: dict[int, str] = {}
         for key, systems in given.items():
@@ -240,6 +247,23 @@ class Placer:
 
     def _demand(self, kind: frozenset[str]) -> int:
         return sum(self.waiting.get(k, 0) for k in kind)
+
+    def _best(self, systems: Set[str], count: int, avoid: Set[str]) -> list[str]:
+        """The first ``count`` of ``systems`` in the order :meth:`_preferred` (then ``avoid``
+        last) would give them, without sorting them all."""
+        if len(systems) <= count:
+            ordered = self._preferred(systems)
+            return sorted(ordered, key=lambda f: f in avoid) if avoid else ordered
+        kinds = self.index.kinds_of
+        demand: dict[frozenset[str], int] = {}
+
+        def key(fqdn: str) -> tuple[bool, int, str]:
+            kind = kinds.get(fqdn, frozenset())
+            if kind not in demand:
+                demand[kind] = self._demand(kind)
+            return (fqdn in avoid, demand[kind], fqdn)
+
+        return heapq.nsmallest(count, systems, key=key)
 
     def _preferred(self, systems: Iterable[str]) -> list[str]:
         found = sorted(systems)

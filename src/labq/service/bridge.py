@@ -56,6 +56,12 @@ def new_claim() -> str:
     return secrets.token_hex(16)
 
 
+def new_claims(count: int) -> list[str]:
+    """``count`` fresh claim tokens, from one read of the system's randomness."""
+    pool = secrets.token_bytes(16 * count)
+    return [pool[i : i + 16].hex() for i in range(0, 16 * count, 16)]
+
+
 # --- from the database into the core ----------------------------------------------
 
 
@@ -113,14 +119,99 @@ def submissions(repo: Repository, set_ids: Iterable[int]) -> list[SetSubmission]
 
 
 def apply(repo: Repository, decisions: Sequence[d.Decision], *, now: datetime) -> list[Applied]:
-    """Commit decisions in order, all or nothing; returns those the caller acts on."""
+    """Commit decisions in order, all or nothing; returns those the caller acts on.
+
+    Runs of the frequent kinds (placements, queue moves, starts, idle systems)
+    are written as batches (``labq.store.batch``); the rest one by one.
+    """
     out: list[Applied] = []
     with repo.atomic():
-        for decision in decisions:
-            action = _apply_one(repo, decision, now)
-            if action is not None:
-                out.append(action)
+        for run in runs(decisions):
+            if isinstance(run[0], _BATCHED):
+                out += _apply_run(repo, run, now)
+            else:
+                action = _apply_one(repo, run[0], now)
+                out += [] if action is None else [action]
     return out
+
+
+_BATCHED: Final = (d.Schedule, d.Enqueue, d.Assign, d.Start, d.Idle)
+
+
+def runs(decisions: Sequence[d.Decision]) -> list[list[d.Decision]]:
+    """The decisions in order, consecutive ones of a batched kind together; a run ends
+    where its kind changes or a recipe, set or system would come up twice in it.
+
+    Starts are gathered and written after what follows them — nothing later in one
+    event un-schedules a started set — unless a later decision names that set.
+    """
+    out: list[list[d.Decision]] = []
+    starts: list[d.Decision] = []
+    starting: set[int] = set()
+    seen: set[object] = set()
+    for decision in decisions:
+        if isinstance(decision, d.Start):
+            starts.append(decision)
+            starting.add(decision.set)
+            continue
+        if _set_of(decision) in starting:
+            out.append(starts)
+            starts, starting, seen = [], set(), set()
+        keys = _keys(decision)
+        last = out[-1] if out else None
+        if (
+            last is not None
+            and isinstance(decision, _BATCHED)
+            and type(last[0]) is type(decision)
+            and not keys & seen
+        ):
+            last.append(decision)
+        else:
+            out.append([decision])
+            seen = set()
+        seen |= keys
+    if starts:
+        out.append(starts)
+    return out
+
+
+def _set_of(decision: d.Decision) -> int | None:
+    """The set a decision is about (None: a system's)."""
+    return None if isinstance(decision, d.Idle) else decision.set
+
+
+def _keys(decision: d.Decision) -> set[object]:
+    match decision:
+        case d.Schedule(recipe=recipe, system=system):
+            return {("recipe", recipe), ("system", system)}
+        case d.Enqueue(recipe=recipe) | d.Assign(recipe=recipe):
+            return {("recipe", recipe)}
+        case d.Start(set=set_id):
+            return {("set", set_id)}
+        case d.Idle(system=system):
+            return {("system", system)}
+    return set()
+
+
+def _apply_run(repo: Repository, run: list[d.Decision], now: datetime) -> list[Applied]:
+    first = run[0]
+    if isinstance(first, d.Schedule):
+        repo.schedule_many(
+            [(x.recipe, x.system) for x in run if isinstance(x, d.Schedule)], now=now
+        )
+    elif isinstance(first, d.Enqueue | d.Assign):
+        target = RecipeState.QUEUED if isinstance(first, d.Enqueue) else RecipeState.ASSIGNED
+        recipes = [x.recipe for x in run if isinstance(x, d.Enqueue | d.Assign)]
+        repo.queue_many(recipes, target, now=now)
+    elif isinstance(first, d.Start):
+        starts = [x for x in run if isinstance(x, d.Start)]
+        launches = [Launch(x.set, c) for x, c in zip(starts, new_claims(len(starts)), strict=True)]
+        labs = {x.set: x.lab for x in run if isinstance(x, d.Start)}
+        repo.start_many([(x.set, labs[x.set], x.claim) for x in launches], now=now)
+        return list(launches)
+    elif isinstance(first, d.Idle):
+        repo.idle_many([x.system for x in run if isinstance(x, d.Idle)], now=now)
+    return []
 
 
 def settle(
@@ -140,17 +231,28 @@ def settle(
     return out
 
 
-def submit_job(repo: Repository, scheduler: Scheduler, job_id: int, *, now: datetime) -> Actions:
-    """The new-job event for a stored job: its unfinished sets go to the core, settled.
+def submit_jobs(
+    repo: Repository, scheduler: Scheduler, job_ids: Iterable[int], *, now: datetime
+) -> Actions:
+    """The new-job event for stored jobs: their unfinished sets go to the core, settled.
 
     Sets the core knows already are left alone, so a repeated event is a no-op.
     """
     with repo.atomic():
-        sets = [s.id for s in repo.load_job(job_id).current_sets if s.id not in scheduler.sets]
-        if not sets:
+        # a retried set has ended, so the unfinished ones are the jobs' current attempts
+        subs = [
+            _submission(u)
+            for u in repo.unfinished_sets(jobs=list(job_ids))
+            if u.id not in scheduler.sets
+        ]
+        if not subs:
             return []
-        subs = submissions(repo, sets)
         return settle(repo, scheduler, scheduler.submit(subs, epoch(now)), now=now)
+
+
+def submit_job(repo: Repository, scheduler: Scheduler, job_id: int, *, now: datetime) -> Actions:
+    """The new-job event for one stored job (:func:`submit_jobs`)."""
+    return submit_jobs(repo, scheduler, [job_id], now=now)
 
 
 def finish(

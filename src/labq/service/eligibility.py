@@ -17,7 +17,7 @@ later, each inside the event's transaction:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Final
 
@@ -42,11 +42,14 @@ def follow_up(
     now: datetime,
     *,
     jobs_may_have_ended: bool = True,
+    only: Collection[int] | None = None,
 ) -> Actions:
     """After an event: end the pauses that ran out, and settle the dependents of ended jobs.
 
     The dependents are read from the database only when the event may have
     ended a job: the pending-system and other frequent events skip that query.
+    ``only`` limits them to these jobs (a submitted job: its dependencies may have
+    ended between its submission and its event).
     """
     out: Actions = []
     if service.wake_at is not None and service.wake_at <= now:
@@ -59,7 +62,7 @@ def follow_up(
         # a dependency once met stays met: only sets the core still holds back need a look
         review = {
             job: sets
-            for job, sets in repo.dependents_to_review().items()
+            for job, sets in repo.dependents_to_review(only).items()
             if any(s in core.sets and core.sets[s].blocked is not None for s in sets)
         }
         if not review:

@@ -25,7 +25,7 @@ def decide(
     """Feed one event to the core and commit what it decides."""
     at = epoch(now)
     if event.kind == "submit":
-        return bridge.submit_job(repo, core, int(event.key or 0), now=now)
+        return bridge.submit_jobs(repo, core, event.jobs or (int(event.key or 0),), now=now)
     if event.kind == "cancel":
         ids = [s.id for s in core.sets.values() if s.job == event.key and not s.finished]
         return bridge.settle(repo, core, core.cancel(ids, at), now=now)

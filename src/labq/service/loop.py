@@ -36,6 +36,7 @@ log = logging.getLogger("labq.scheduler")
 
 JOB_EVENTS: Final = frozenset({"submit", "cancel", "priority"})  # keyed by a job id
 SET_EVENTS: Final = frozenset({"locks"})  # keyed by a recipe set id
+MAX_SUBMITS: Final = 1000  # queued submissions taken together in one event
 # events after which a job may have ended (or been submitted as its dependency ended)
 ENDING_EVENTS: Final = frozenset({"submit", "cancel", "finished", "consistency", "filters"})
 KINDS: Final = JOB_EVENTS | SET_EVENTS | {"system", "condition", "access", "filters", "pause"}
@@ -59,6 +60,7 @@ class Event:
     code: int | None = None
     claim: str | None = None  # "finished": the claim the exited supervisor carried
     done: threading.Event | None = None  # set once handled (barriers)
+    jobs: tuple[int, ...] = ()  # "submit": every job of a run of queued submissions
 
 
 def utcnow() -> datetime:
@@ -89,6 +91,7 @@ class SchedulerService:
         self.lock = threading.RLock()  # guards the core for readers such as queue views
         self.core: Scheduler | None = None
         self._events: queue.Queue[Event] = queue.Queue()
+        self._held: Event | None = None  # taken from the queue while gathering submissions
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
         self.handled = 0  # events handled, for tests and metrics
@@ -190,7 +193,7 @@ class SchedulerService:
             due = next_pass if self.wake_at is None else min(next_pass, self.wake_at)
             wait = max(0.0, (due - self.clock()).total_seconds())
             try:
-                event: Event | None = self._events.get(timeout=wait)
+                event: Event | None = self._next(wait)
             except queue.Empty:
                 event = None
             if event is None and self.wake_at is not None and self.clock() >= self.wake_at:
@@ -206,13 +209,34 @@ class SchedulerService:
             elif event.kind != "wake":
                 self._handle(event)
 
+    def _next(self, wait: float) -> Event:
+        """The next event; submissions queued one after another come as one (their jobs in
+        ``jobs``), handled in one transaction."""
+        if self._held is not None:
+            event, self._held = self._held, None
+        else:
+            event = self._events.get(timeout=wait)
+        if event.kind != "submit":
+            return event
+        jobs = [int(event.key or 0)]
+        while len(jobs) < MAX_SUBMITS:
+            try:
+                later = self._events.get_nowait()
+            except queue.Empty:
+                break
+            if later.kind != "submit":
+                self._held = later
+                break
+            jobs.append(int(later.key or 0))
+        return Event("submit", jobs[0], jobs=tuple(jobs))
+
     def _handle(self, event: Event) -> None:
         now = self.clock()
         try:
             if self.core is None:  # the last rebuild failed: the database was away
                 self._rebuild(catch_up=True)
             timer = DECISION_SECONDS.labels(event.kind).time()  # after the lock, with the commit
-            with self.lock, timer, transaction(self.engine) as repo:
+            with self.lock, timer, transaction(self.engine, savepoints=False) as repo:
                 repo.fence(self.epoch)
                 assert self.core is not None
                 actions = self._decide(repo, self.core, event, now)
@@ -246,7 +270,11 @@ class SchedulerService:
         actions = handlers.decide(self, repo, core, event, now)
         assert self.core is not None  # an ``access`` event puts a fresh core in place
         ends = event.kind in ENDING_EVENTS
-        return actions + eligibility.follow_up(self, repo, self.core, now, jobs_may_have_ended=ends)
+        # a submit ends no job: only the submitted ones' own dependencies may have ended
+        only = list(event.jobs or [int(event.key or 0)]) if event.kind == "submit" else None
+        return actions + eligibility.follow_up(
+            self, repo, self.core, now, jobs_may_have_ended=ends, only=only
+        )
 
     def _act(self, actions: Actions) -> None:
         """After the commit: hand started sets to the dispatcher, stop cancelled ones."""
@@ -262,7 +290,7 @@ class SchedulerService:
                 log.exception("acting on %s failed", action)
 
     def _rebuild(self, *, catch_up: bool) -> None:
-        with self.lock, transaction(self.engine) as repo:
+        with self.lock, transaction(self.engine, savepoints=False) as repo:
             repo.fence(self.epoch)
             self.core = bridge.rebuild(repo, self.settings.scheduler())
             self.wake_at = repo.next_pause_end()

@@ -11,13 +11,14 @@ the judging itself is pure (:mod:`labq.domain.dependencies`,
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import delete, exists, func, insert, select, update
+from sqlalchemy import Select, bindparam, delete, exists, func, insert, select, update
 from sqlalchemy.orm import aliased
 
 from labq.domain import filters
@@ -137,24 +138,17 @@ class AdmissionStore(RecipeMoves):
         found = job_states(self.conn, job_ids)
         return {job_id: state for job_id, state in found.items() if state.is_final}
 
-    def dependents_to_review(self) -> dict[int, list[int]]:
-        """Jobs with sets still waiting that depend on a job that has ended: job → those sets.
+    def dependents_to_review(self, jobs: Collection[int] | None = None) -> dict[int, list[int]]:
+        """Jobs with sets still waiting that depend on a job that has ended: job → those sets
+        (only among ``jobs`` when given).
 
         Once a job ends its dependents may run (or never will); the service looks
         at these after every event that may have ended a job.
         """
-        waiting = aliased(RecipeSets)
-        target = aliased(RecipeSets)
-        target_open = exists().where(
-            target.job_id == JobDependencies.depends_on, target.finished_at.is_(None)
-        )
-        rows = self.conn.execute(
-            select(JobDependencies.job_id, waiting.id)
-            .join(waiting, waiting.job_id == JobDependencies.job_id)
-            .where(waiting.started_at.is_(None), waiting.finished_at.is_(None), ~target_open)
-            .distinct()
-            .order_by(JobDependencies.job_id, waiting.id)
-        )
+        if jobs is None:
+            rows = self.conn.execute(_dependents(among=False))
+        else:
+            rows = self.conn.execute(_dependents(among=True), {"jobs": list(jobs)})
         out: dict[int, list[int]] = defaultdict(list)
         for job_id, set_id in rows:
             out[job_id].append(set_id)
@@ -430,3 +424,24 @@ def _summary(rule: filters.Rule) -> str:
     action = f"rate-limit {rule.rate}" if rule.action == "rate-limit" else rule.action
     where = " ".join(str(p) for p in rule.predicates) or "every job"
     return f"{action} if {where} (priority {rule.priority})"
+
+
+@functools.cache
+def _dependents(*, among: bool) -> Select[int, int]:
+    """The query of :meth:`AdmissionStore.dependents_to_review`, built once (building it
+    costs more than running it); ``among`` limits it to the jobs bound as ``jobs``."""
+    waiting = aliased(RecipeSets)
+    target = aliased(RecipeSets)
+    target_open = exists().where(
+        target.job_id == JobDependencies.depends_on, target.finished_at.is_(None)
+    )
+    where = [waiting.started_at.is_(None), waiting.finished_at.is_(None), ~target_open]
+    if among:
+        where.append(JobDependencies.job_id.in_(bindparam("jobs", expanding=True)))
+    return (
+        select(JobDependencies.job_id, waiting.id)
+        .join(waiting, waiting.job_id == JobDependencies.job_id)
+        .where(*where)
+        .distinct()
+        .order_by(JobDependencies.job_id, waiting.id)
+    )

@@ -36,12 +36,21 @@ class StoreBase:
     that raises leaves nothing behind, even if the caller goes on and commits.
     """
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, *, savepoints: bool = True) -> None:
         self.conn = conn
+        self.savepoints = savepoints
 
     @contextmanager
     def atomic(self) -> Iterator[None]:
-        """One all-or-nothing step: a SAVEPOINT inside the caller's transaction."""
+        """One all-or-nothing step: a SAVEPOINT inside the caller's transaction.
+
+        A caller that never goes on after an error (the scheduler: any error rolls
+        its whole event back) opens the repository without savepoints, and saves
+        their round trips.
+        """
+        if not self.savepoints:
+            yield
+            return
         with self.conn.begin_nested():
             yield
 

@@ -34,7 +34,7 @@ from labq.store.tables import RecipeHistory, Recipes, RecipeSets, Systems, Tasks
 from labq.store.views import HistoryEntry
 
 # When a recipe enters one of these states, the matching timestamp is set.
-_STAMPS: Final = {
+STAMPS: Final = {
     RecipeState.QUEUED: "queued_at",
     RecipeState.SCHEDULED: "scheduled_at",
     RecipeState.RUNNING: "started_at",
@@ -163,7 +163,7 @@ class RecipeMoves(StoreBase):
     ) -> bool:
         """The guarded UPDATE of the recipe; False if a racing mover already got it there."""
         changes: dict[str, Any] = {"state": target.value}
-        stamp = _STAMPS.get(target)
+        stamp = STAMPS.get(target)
         if stamp is not None:
             changes[stamp] = now
         if target is RecipeState.SCHEDULED and system is not None:

@@ -14,6 +14,7 @@ from sqlalchemy import Engine, select
 
 from labq.store.access import AccessStore
 from labq.store.admission import AdmissionStore
+from labq.store.batch import BatchMoves
 from labq.store.database import READ_ONLY
 from labq.store.leadership import LeadershipStore
 from labq.store.listing import JobListing
@@ -29,6 +30,7 @@ from labq.store.views import ActivityEntry
 
 
 class Repository(
+    BatchMoves,
     RestoreStore,
     AdmissionStore,
     AccessStore,
@@ -72,10 +74,14 @@ class Repository(
 
 
 @contextmanager
-def transaction(engine: Engine) -> Iterator[Repository]:
-    """A repository on one transaction: committed at the end, rolled back if it raises."""
+def transaction(engine: Engine, *, savepoints: bool = True) -> Iterator[Repository]:
+    """A repository on one transaction: committed at the end, rolled back if it raises.
+
+    ``savepoints=False`` for a caller that rolls the whole transaction back on any
+    error (see :meth:`~labq.store.base.StoreBase.atomic`).
+    """
     with engine.begin() as conn:
-        yield Repository(conn)
+        yield Repository(conn, savepoints=savepoints)
 
 
 @contextmanager

@@ -52,11 +52,16 @@ class RestoreStore(AdmissionStore, SystemStore):
         )
         return list(self.conn.execute(stmt).scalars())
 
-    def unfinished_sets(self, *, set_ids: Collection[int] | None = None) -> list[UnfinishedSet]:
-        """Every set with a recipe that has not ended (or only those of ``set_ids``), by id."""
+    def unfinished_sets(
+        self, *, set_ids: Collection[int] | None = None, jobs: Collection[int] | None = None
+    ) -> list[UnfinishedSet]:
+        """Every set with a recipe that has not ended (or only those of ``set_ids``, or of
+        ``jobs``), by id."""
         where: list[ColumnElement[bool]] = [RecipeSets.finished_at.is_(None)]
         if set_ids is not None:
             where.append(RecipeSets.id.in_(list(set_ids)))
+        if jobs is not None:
+            where.append(RecipeSets.job_id.in_(list(jobs)))
         return self._restorable(where)
 
     def ended_sets_owing_retry(self) -> list[UnfinishedSet]:
