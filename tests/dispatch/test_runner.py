@@ -17,7 +17,16 @@ from labq.dispatch import (
 from labq.dispatch.procs import process_alive
 from labq.domain.states import RecipeState, Result
 
-from .conftest import FULL_RUN, GRACE, one_recipe, set_logs, system, task, workspace
+from .conftest import (
+    FULL_RUN,
+    GRACE,
+    RecordingReporter,
+    one_recipe,
+    set_logs,
+    system,
+    task,
+    workspace,
+)
 
 R = RecipeState
 
@@ -333,3 +342,24 @@ def test_a_ref_that_cannot_be_checked_out_aborts_the_set(local, data_dir, report
     assert outcome.recipe(1).state is R.ABORTED
     assert outcome.recipe(1).reason.startswith("cannot check out the pinned ref: commit 1111")
     assert reporter.started() == []
+
+
+def test_no_heartbeat_comes_while_or_after_the_final_states_are_written(local, data_dir):
+    # a heartbeat after the set's end finds it ended, and would take it for a lost claim
+    class Ordered(RecordingReporter):
+        def heartbeat(self):
+            self._add("beat")
+
+        def recipe_state(self, recipe_id, state, reason=None):
+            super().recipe_state(recipe_id, state, reason)
+            if state in (R.COMPLETED, R.ABORTED, R.CANCELLED):
+                time.sleep(0.05)  # ten beats' time: one would come now if it could
+
+    reporter = Ordered()
+    run(one_recipe(task(1, "true")), local, data_dir, reporter, heartbeat_every=0.005)
+    kinds = [e[0] for e in reporter.events]
+    assert "beat" in kinds
+    final = next(
+        i for i, e in enumerate(reporter.events) if e[0] == "state" and e[2] is R.COMPLETED
+    )
+    assert "beat" not in kinds[final:]

@@ -169,6 +169,10 @@ class _SetRun:
             if self.stop_kind is not StopKind.LOST:
                 self._phase(self._archive, "archive", limits=False)
                 self._phase(self._cleanup, "cleanup", limits=False)
+            # no heartbeat may race the final write: one after it finds the set ended and
+            # would take the supervisor for one whose claim was lost
+            beat_stop.set()
+            beat.join()
             outcome = self._finish()
         finally:
             self.stop.set()
