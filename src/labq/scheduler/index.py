@@ -224,6 +224,7 @@ class Queue:
         self.version = 0  # bumped on every push: a search that found nothing may be stale
         self._buckets: dict[str, dict[Cell, Lanes]] = {}
         self._live: set[tuple[int, str, int, Cell]] = set()  # (set, class, version, cell)
+        self._walking = False
 
     def push(self, entry: SetEntry, klass: str) -> None:
         """Put a waiting set in the heap for one of its classes (once; never an ineligible one).
@@ -265,6 +266,26 @@ class Queue:
         checks the dynamic conditions (lab, holds); the heaps are left as they
         were, but for entries found stale.
         """
+        if self._walking:
+            # the walk pops entries and pushes them back when it ends; a second walk meanwhile
+            # would prune heaps that look empty, and the first would push into dropped heaps
+            raise RuntimeError("a queue is walked while a walk of it is under way")
+        self._walking = True
+        try:
+            yield from self._walk(system, classes, sets, policy, now, config, window)
+        finally:
+            self._walking = False
+
+    def _walk(
+        self,
+        system: SystemEntry,
+        classes: set[str],
+        sets: dict[int, SetEntry],
+        policy: AccessPolicy,
+        now: float,
+        config: SchedulerConfig,
+        window: Window | None,
+    ) -> Generator[tuple[SetEntry, str], None, None]:
         merge: list[Merge] = []
         emptied: list[Where] = []
         # the merge breaks ties on (class, cell, group, level): any walk order gives one result

@@ -1,3 +1,4 @@
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -39,3 +40,29 @@ def test_indexed_membership_equals_evaluating_everything(all_facts, reqs, classe
     for key, klass in zip(keys, classes, strict=True):
         expected = {s.fqdn for s in systems if matches(klass.requirement, s.facts)}
         assert index.systems_of[key] == expected
+
+
+def test_a_queue_refuses_a_walk_inside_a_walk_of_it_and_loses_nothing() -> None:
+    # a nested walk would prune heaps the outer walk had emptied for a while: sets vanished
+    from labq.domain.model import AccessPolicy
+    from labq.domain.priority import Priority
+    from labq.scheduler.entries import RecipeEntry, SchedulerConfig, SetEntry
+    from labq.scheduler.index import Queue
+
+    queue, config, policy = Queue(), SchedulerConfig(), AccessPolicy()
+    system = SystemEntry(fqdn="s1", lab="lab1", facts={}, pools=frozenset())
+    sets = {}
+    for i in (1, 2):
+        recipe = RecipeEntry(i, i, 0, "k")
+        sets[i] = SetEntry(
+            id=i, job=i, priority=Priority.NORMAL, submitted=float(i), recipes=[recipe]
+        )
+        queue.push(sets[i], "k")
+    outer = queue.candidates(system, {"k"}, sets, policy, 0.0, config)
+    assert next(outer)[0].id == 1
+    inner = queue.candidates(system, {"k"}, sets, policy, 0.0, config)
+    with pytest.raises(RuntimeError, match="under way"):
+        next(inner)
+    outer.close()
+    again = queue.candidates(system, {"k"}, sets, policy, 0.0, config)
+    assert [entry.id for entry, _ in again] == [1, 2]
