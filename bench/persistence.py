@@ -167,7 +167,13 @@ def measure(url: str, sets: int, repeat: int, profile: str | None) -> dict[str, 
         pstats.Stats(placing).sort_stats("tottime").print_stats(30)
     assert len(dispatcher.started) == sets, "every set was placed in the one event"
     queued = [submit(engine, 1, clock()) for _ in range(repeat)]
+    submitting = cProfile.Profile() if profile == "submit" else None
+    if submitting is not None:
+        submitting.enable()
     samples = [timed(service, lambda j=j: service.job_submitted(j)) for j in queued]  # type: ignore[misc]
+    if submitting is not None:
+        submitting.disable()
+        pstats.Stats(submitting).sort_stats("cumulative").print_stats(40)
     out["submit"] = statistics.median(samples)
     burst = [submit(engine, 1, clock()) for _ in range(repeat * 4)]
     out["burst"] = timed(service, lambda: [service.job_submitted(j) for j in burst]) / len(burst)
@@ -194,7 +200,7 @@ def main() -> None:
     parser.add_argument("--sets", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=50)
     parser.add_argument("--db", default="sqlite,postgres")
-    parser.add_argument("--profile", choices=("place", "finish"), default=None)
+    parser.add_argument("--profile", choices=("place", "submit", "finish"), default=None)
     args = parser.parse_args()
     print(
         f"{'database':10} {'raw rows/s':>11} {'placements/s':>13} {'of raw':>7}"
