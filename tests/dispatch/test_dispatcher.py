@@ -132,10 +132,11 @@ def test_a_supervisor_holds_no_secret_where_a_task_can_read_it(
     d.shutdown()
 
 
-def test_stop_ends_a_running_set_as_cancelled(lab: Lab) -> None:
+@pytest.mark.parametrize("mode", MODES)
+def test_stop_ends_a_running_set_as_cancelled(lab: Lab, mode: containment.Mode) -> None:
     set_id = lab.started_set({"tasks": [{"name": "long", "run": "sleep 30"}]})
     finished = Finished()
-    d = dispatcher(lab, finished)
+    d = dispatcher(lab, finished, mode)
     d.start(set_id, lab.claim(set_id))
     wait_for(lambda: task_running(lab, set_id), what="the task to run")
     assert d.stop(set_id)

@@ -141,6 +141,7 @@ class Dispatcher:
         self._closed = threading.Event()
         self.forking = forking  # False: spawn every supervisor (the way before fork servers)
         self._forks: ForkServer | None = None
+        self._fork_server()  # now: its imports are done by the time the first set starts
 
     # -- starting ---------------------------------------------------------------------
 

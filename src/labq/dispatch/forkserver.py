@@ -38,6 +38,8 @@ import traceback
 from collections.abc import Mapping
 from typing import Any, Final
 
+from sqlalchemy.orm import configure_mappers
+
 from labq.dispatch import supervisor
 from labq.dispatch.containment import keep_private
 from labq.dispatch.namespace import run_as_init
@@ -45,10 +47,16 @@ from labq.dispatch.title import arg_area, set_title
 
 MODULE: Final = "labq.dispatch.forkserver"
 PACKET: Final = 1 << 16
-# Imported here so that no child pays for them (a dialect is imported on first use).
-_DIALECTS: Final = (
+# Imported here so that no child pays for them: the dialects and drivers are imported on
+# first use, the rest by the first connection, a settings file, a thread's queue.
+_PRELOAD: Final = (
     "sqlalchemy.dialects.sqlite.pysqlite",
+    "sqlite3",
     "sqlalchemy.dialects.postgresql.psycopg",
+    "psycopg",
+    "email.parser",
+    "encodings.utf_8_sig",
+    "queue",
 )
 
 
@@ -59,9 +67,10 @@ def supervisor_title(set_id: int) -> list[str]:
 
 def preload() -> None:
     """Import what a supervisor will need, then keep those objects out of collections."""
-    for name in _DIALECTS:
+    for name in _PRELOAD:
         with contextlib.suppress(ImportError):  # a driver that is not installed
             __import__(name)
+    configure_mappers()  # else done by every child's first query
     gc.collect()
     gc.freeze()
 
