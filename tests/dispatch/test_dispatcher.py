@@ -102,7 +102,8 @@ def test_a_supervisor_holds_no_secret_where_a_task_can_read_it(
             "tasks": [
                 {
                     "name": "snoop",
-                    "run": f"env > {seen}.env; while [ ! -e {gate} ]; do sleep 0.05; done",
+                    "run": f"env > {seen}.tmp; mv {seen}.tmp {seen}.env; "
+                    f"while [ ! -e {gate} ]; do sleep 0.05; done",
                 }
             ]
         }
@@ -113,6 +114,7 @@ def test_a_supervisor_holds_no_secret_where_a_task_can_read_it(
     pid = d.start(set_id, claim)
     try:
         wait_for(lambda: task_running(lab, set_id), what="the task to run")
+        wait_for(lambda: gate.with_name("seen.env").exists(), what="the task's environment")
         supervisor = supervisor_pid(lab, set_id)
         assert supervisor == pid  # the pid it recorded is the one the dispatcher watches
         task_env = Path(f"{seen}.env").read_text()
@@ -130,10 +132,11 @@ def test_a_supervisor_holds_no_secret_where_a_task_can_read_it(
     d.shutdown()
 
 
-def test_stop_ends_a_running_set_as_cancelled(lab: Lab) -> None:
+@pytest.mark.parametrize("mode", MODES)
+def test_stop_ends_a_running_set_as_cancelled(lab: Lab, mode: containment.Mode) -> None:
     set_id = lab.started_set({"tasks": [{"name": "long", "run": "sleep 30"}]})
     finished = Finished()
-    d = dispatcher(lab, finished)
+    d = dispatcher(lab, finished, mode)
     d.start(set_id, lab.claim(set_id))
     wait_for(lambda: task_running(lab, set_id), what="the task to run")
     assert d.stop(set_id)
@@ -238,12 +241,14 @@ def test_a_killed_supervisor_takes_every_task_process_with_it(
 def _freeze(pid: int) -> None:
     """SIGSTOP the supervisor itself (inside a PID namespace: its first child)."""
     children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    target = int(children[0]) if _is_unshare(pid) and children else pid
+    target = int(children[0]) if _keeps_a_namespace(pid) and children else pid
     os.kill(target, signal.SIGSTOP)
 
 
-def _is_unshare(pid: int) -> bool:
-    return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].endswith(b"unshare")
+def _keeps_a_namespace(pid: int) -> bool:
+    """``unshare`` before a spawned supervisor, the keeper before a forked one."""
+    args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    return args[0].endswith(b"unshare") or b"--keeper" in args
 
 
 def _processes_of(root: int) -> list[int]:

@@ -1,7 +1,9 @@
 """The in-server dispatcher: one supervisor process per started recipe set.
 
-:meth:`Dispatcher.start` launches ``python -m labq.dispatch.supervisor`` for a
-set and the claim the scheduler gave it, contained as
+:meth:`Dispatcher.start` has its fork server (:mod:`labq.dispatch.forkserver`,
+started once, its imports done once) fork a supervisor for a set and the claim
+the scheduler gave it — or, when there is no fork server to be had, launches
+``python -m labq.dispatch.supervisor`` — contained as
 :mod:`labq.dispatch.containment` says (a PID namespace of its own where the
 host allows, else its own session), and a thread waits for its exit and calls
 ``on_finished(set_id, returncode, claim)`` — only once everything the set ran is
@@ -12,9 +14,10 @@ once. ``returncode`` is None when the exit status cannot be known (an adopted
 process is not our child).
 
 Secrets never travel in the supervisor's environment or on its command line,
-where a task could read them: the database URL and the claim go down a pipe on
-its standard input, and the effective settings (without the database) go in a
-file only the server's user can read. The supervisor's environment holds only
+where a task could read them: the database URL and the claim go down the fork
+server's socket (or a pipe on a spawned supervisor's standard input), and the
+effective settings (without the database) go in a file only the server's user
+can read. The supervisor's environment holds only
 the few variables a process needs (:data:`PASSED_ON`).
 """
 
@@ -34,11 +37,13 @@ from typing import Final
 
 from labq.config import Settings
 from labq.dispatch import containment
+from labq.dispatch.forks import ForkServer, ForkServerError
 from labq.dispatch.logs import set_log_dir
 
 OnFinished = Callable[[int, int | None, str], None]
 MODULE: Final = "labq.dispatch.supervisor"
 OUTPUT_NAME: Final = "supervisor-output.log"
+FORK_SERVER_LOG: Final = "fork-server.log"
 DEFAULT_GRACE: Final = 30.0  # the supervisor kills tasks (5 s), archives and cleans up first
 DEFAULT_POLL: Final = 1.0
 # What a supervisor inherits of the server's environment: nothing that could be a secret.
@@ -71,7 +76,7 @@ def is_supervisor(pid: int, set_id: int) -> bool:
     except OSError:
         return False
     args = [a.decode(errors="replace") for a in raw.split(b"\0")]
-    if MODULE not in args:
+    if MODULE not in args:  # forked ones name it too (labq.dispatch.title)
         return False
     wanted = str(set_id)
     return any(
@@ -85,7 +90,21 @@ class _Watched:
     set_id: int
     pid: int  # the contained process: leads its own session, so its group is the set's
     claim: str
-    proc: subprocess.Popen[bytes] | None  # None: adopted, not our child
+    proc: subprocess.Popen[bytes] | None  # None: adopted, or the fork server's child
+    exit: _Exit | None = None  # a forked one's: set when the fork server saw it end
+
+
+class _Exit:
+    """How a forked supervisor ended, as its fork server reports it."""
+
+    def __init__(self) -> None:
+        self.seen = threading.Event()
+        self.code: int | None = None
+        self.lost = False  # the fork server went first: the supervisor may run on
+
+    def __call__(self, code: int | None) -> None:
+        self.code, self.lost = code, code is None
+        self.seen.set()
 
 
 class Dispatcher:
@@ -106,6 +125,7 @@ class Dispatcher:
         python: str = sys.executable,
         api_url: str | None = None,
         mode: containment.Mode | None = None,
+        forking: bool = True,
     ) -> None:
         self.db_url = db_url
         self.api_url = api_url
@@ -119,6 +139,9 @@ class Dispatcher:
         self._lock = threading.Lock()
         self._watched: dict[int, _Watched] = {}
         self._closed = threading.Event()
+        self.forking = forking  # False: spawn every supervisor (the way before fork servers)
+        self._forks: ForkServer | None = None
+        self._fork_server()  # now: its imports are done by the time the first set starts
 
     # -- starting ---------------------------------------------------------------------
 
@@ -131,34 +154,83 @@ class Dispatcher:
                 raise RuntimeError(f"recipe set {set_id} has a supervisor already")
             log_dir = set_log_dir(self.data_dir, set_id)
             log_dir.mkdir(parents=True, exist_ok=True)
-            command = [
-                self.python,
-                "-m",
-                MODULE,
-                "--set",
-                str(set_id),
-                "--config",
-                str(self._settings_file(set_id)),
-                "--data-dir",
-                str(self.data_dir),
-                "--secrets-on-stdin",
-            ]
-            with (log_dir / OUTPUT_NAME).open("ab") as out:
-                proc = subprocess.Popen(
-                    containment.wrap(command, self.mode),
-                    stdin=subprocess.PIPE,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
+            watched = self._fork(set_id, claim, log_dir) or self._launch(set_id, claim, log_dir)
+            self._watched[set_id] = watched
+        self._spawn(self._wait_child if watched.proc else self._wait_forked, watched)
+        return watched.pid
+
+    def _fork(self, set_id: int, claim: str, log_dir: Path) -> _Watched | None:
+        """A supervisor forked by the fork server (started again if it went); None when
+        there is none to be had."""
+        request = {
+            "set": set_id,
+            "config": str(self._settings_file(set_id)),
+            "data_dir": str(self.data_dir),
+            "cwd": str(self.data_dir),
+            "log": str(log_dir / OUTPUT_NAME),
+            "env": self._environment(),
+            "mode": self.mode,
+            "secrets": {"database": self.db_url, "claim": claim},
+        }
+        while (forks := self._fork_server()) is not None:
+            exit_ = _Exit()
+            try:
+                pid = forks.fork(request, exit_)
+            except ForkServerError as exc:
+                _log.warning("fork server: %s", exc)
+                if not forks.forked:  # a new one failed: it will not work next time either
+                    _log.warning("the fork server does not work: spawning supervisors")
+                    self.forking = False
+                continue  # one that worked before has died: the next call starts another
+            return _Watched(set_id, pid, claim, None, exit_)
+        return None
+
+    def _fork_server(self) -> ForkServer | None:
+        if not self.forking:
+            return None
+        if self._forks is None or not self._forks.alive:
+            directory = self.data_dir / "supervisors"
+            directory.mkdir(parents=True, exist_ok=True)
+            try:
+                self._forks = ForkServer(
+                    self.python,
                     env=self._environment(),
                     cwd=self.data_dir,
-                    start_new_session=True,  # its own session and process group
-                    close_fds=True,
+                    log=directory / FORK_SERVER_LOG,
                 )
-            self._hand_secrets(proc, claim)
-            watched = _Watched(set_id, proc.pid, claim, proc)
-            self._watched[set_id] = watched
-        self._spawn(self._wait_child, watched)
-        return proc.pid
+            except OSError as exc:
+                _log.warning("cannot start a fork server (spawning supervisors): %s", exc)
+                self.forking = False
+                return None
+        return self._forks
+
+    def _launch(self, set_id: int, claim: str, log_dir: Path) -> _Watched:
+        """A supervisor spawned as a program of its own (slow: it imports everything)."""
+        command = [
+            self.python,
+            "-m",
+            MODULE,
+            "--set",
+            str(set_id),
+            "--config",
+            str(self._settings_file(set_id)),
+            "--data-dir",
+            str(self.data_dir),
+            "--secrets-on-stdin",
+        ]
+        with (log_dir / OUTPUT_NAME).open("ab") as out:
+            proc = subprocess.Popen(
+                containment.wrap(command, self.mode),
+                stdin=subprocess.PIPE,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=self._environment(),
+                cwd=self.data_dir,
+                start_new_session=True,  # its own session and process group
+                close_fds=True,
+            )
+        self._hand_secrets(proc, claim)
+        return _Watched(set_id, proc.pid, claim, proc)
 
     def _environment(self) -> dict[str, str]:
         env = {k: os.environ[k] for k in PASSED_ON if k in os.environ}
@@ -250,6 +322,11 @@ class Dispatcher:
         if watched.proc is not None:
             if watched.proc.poll() is not None:
                 return False
+        elif watched.exit is not None and not watched.exit.lost:
+            # not reaped before the fork server reports it: the pid is still the child's
+            # (which may not have taken its title yet)
+            if watched.exit.seen.is_set():
+                return False
         elif not is_supervisor(watched.pid, watched.set_id):
             return False  # never signal a pid that is no longer ours
         try:
@@ -268,6 +345,9 @@ class Dispatcher:
         self._closed.set()
         with self._lock:
             self._watched.clear()
+            forks, self._forks = self._forks, None
+        if forks is not None:
+            forks.close()
 
     # -- watching -----------------------------------------------------------------------
 
@@ -282,6 +362,14 @@ class Dispatcher:
         # Waiting also reaps it, after a shutdown too: no zombie is left behind.
         code = watched.proc.wait()
         self._done(watched, code)
+
+    def _wait_forked(self, watched: _Watched) -> None:
+        assert watched.exit is not None
+        watched.exit.seen.wait()
+        if watched.exit.lost:  # no one's child now: watched as an adopted one is
+            self._poll_adopted(watched)
+        else:
+            self._done(watched, watched.exit.code)
 
     def _poll_adopted(self, watched: _Watched) -> None:
         while not self._closed.wait(self.poll_every):

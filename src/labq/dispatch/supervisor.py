@@ -37,7 +37,7 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import IO
@@ -296,6 +296,19 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the set named on the command line; the exit status (see the module docstring)."""
     args = parse_args(argv)
+    cancel = prepare()
+    try:
+        given = read_secrets(sys.stdin) if args.secrets_on_stdin else {}
+    except ValueError as exc:  # a JSONDecodeError too
+        print(f"labq supervisor: set {args.set_id} cannot run: {exc}", file=sys.stderr)
+        return EXIT_COULD_NOT_RUN
+    return run(
+        args.set_id, given, config=args.config, data_dir=args.data_dir, db=args.db, cancel=cancel
+    )
+
+
+def prepare() -> threading.Event:
+    """Make this process private and turn SIGTERM and SIGINT into the returned cancel event."""
     containment.keep_private()  # a task of the same user cannot read our memory or environment
     cancel = threading.Event()
 
@@ -304,39 +317,54 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    return cancel
+
+
+def run(
+    set_id: int,
+    given: Mapping[str, object],
+    *,
+    config: str | None,
+    data_dir: str | None,
+    db: str | None = None,
+    cancel: threading.Event,
+) -> int:
+    """Run one set with the secrets ``given`` (database, claim, pid); the exit status.
+
+    Shared by :func:`main` and a supervisor forked by :mod:`labq.dispatch.forkserver`.
+    """
     engine: Engine | None = None
     try:
-        given = read_secrets(sys.stdin) if args.secrets_on_stdin else {}
-        settings = load_settings(args.config)
-        data_dir = Path(args.data_dir) if args.data_dir else settings.data_path()
-        url = str(given.get("database") or args.db or settings.database or default_url())
+        settings = load_settings(config)
+        data_path = Path(data_dir) if data_dir else settings.data_path()
+        url = str(given.get("database") or db or settings.database or default_url())
         engine = make_engine(url)
-        claim = str(given["claim"]) if given.get("claim") else claim_unclaimed(engine, args.set_id)
+        claim = str(given["claim"]) if given.get("claim") else claim_unclaimed(engine, set_id)
         outcome = supervise(
             engine,
-            args.set_id,
+            set_id,
             settings,
-            data_dir,
+            data_path,
             claim=claim,
             pid=int(str(given.get("pid") or os.getpid())),
             host=socket.gethostname(),
             cancel=cancel,
         )
     except ClaimLost as exc:
-        print(f"labq supervisor: set {args.set_id} is not ours: {exc}", file=sys.stderr)
+        print(f"labq supervisor: set {set_id} is not ours: {exc}", file=sys.stderr)
         return EXIT_CLAIM_LOST
     except Exception as exc:
         reason = " ".join(str(exc).split())[:_MAX_REASON] or type(exc).__name__
-        print(f"labq supervisor: set {args.set_id} cannot run: {reason}", file=sys.stderr)
+        print(f"labq supervisor: set {set_id} cannot run: {reason}", file=sys.stderr)
         return EXIT_COULD_NOT_RUN
     finally:
         if engine is not None:
             engine.dispose()
     if outcome is None:
-        print(f"labq supervisor: set {args.set_id} was taken from us; stopped", file=sys.stderr)
+        print(f"labq supervisor: set {set_id} was taken from us; stopped", file=sys.stderr)
         return EXIT_CLAIM_LOST
     result = outcome.result.value if outcome.result else "none"
-    print(f"labq supervisor: set {args.set_id} ended {outcome.state.value}, result {result}")
+    print(f"labq supervisor: set {set_id} ended {outcome.state.value}, result {result}")
     return EXIT_RAN
 
 
