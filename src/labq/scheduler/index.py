@@ -109,6 +109,7 @@ class ClassIndex:
     _key_of: dict[ViabilityClass, str] = field(default_factory=dict)  # its text, worked out once
     # per system, the classes it meets as one shared frozenset: systems alike share one
     kinds_of: dict[str, frozenset[str]] = field(default_factory=dict)
+    members: dict[frozenset[str], set[str]] = field(default_factory=dict)  # kind -> its systems
     _kinds: dict[frozenset[str], frozenset[str]] = field(default_factory=dict)
 
     def add_class(self, klass: ViabilityClass) -> str:
@@ -150,8 +151,16 @@ class ClassIndex:
         self._kind(system.fqdn)
 
     def _kind(self, fqdn: str) -> None:
-        kind = frozenset(self.classes_of[fqdn])
-        self.kinds_of[fqdn] = self._kinds.setdefault(kind, kind)
+        was = self.kinds_of.get(fqdn)
+        if was is not None:
+            alike = self.members[was]
+            alike.discard(fqdn)
+            if not alike:
+                del self.members[was]
+        met = frozenset(self.classes_of[fqdn])
+        kind = self._kinds.setdefault(met, met)
+        self.kinds_of[fqdn] = kind
+        self.members.setdefault(kind, set()).add(fqdn)
 
 
 Cell = tuple[int, float]  # (smallest width, smallest max_time) of the sets it holds

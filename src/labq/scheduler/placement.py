@@ -254,6 +254,8 @@ class Placer:
         if len(systems) <= count:
             ordered = self._preferred(systems)
             return sorted(ordered, key=lambda f: f in avoid) if avoid else ordered
+        if len(self.index.members) < len(systems):
+            return self._best_by_kind(systems, count, avoid)
         kinds = self.index.kinds_of
         demand: dict[frozenset[str], int] = {}
 
@@ -264,6 +266,27 @@ class Placer:
             return (fqdn in avoid, demand[kind], fqdn)
 
         return heapq.nsmallest(count, systems, key=key)
+
+    def _best_by_kind(self, systems: Set[str], count: int, avoid: Set[str]) -> list[str]:
+        """:meth:`_best` through the kinds of system (fewer than the systems): each kind's
+        systems are picked out with one set operation, and names compared without a key."""
+        by_demand: dict[int, list[set[str]]] = {}
+        for kind, alike in self.index.members.items():
+            here = alike & systems
+            if here:
+                by_demand.setdefault(self._demand(kind), []).append(here)
+        unknown = systems - self.index.kinds_of.keys()  # in no class at all: demand 0
+        if unknown:
+            by_demand.setdefault(0, []).append(set(unknown))
+        out: list[str] = []
+        for borrowed in (False, True):
+            for level in sorted(by_demand):
+                group = set().union(*by_demand[level])
+                group = group & avoid if borrowed else group - avoid
+                out += heapq.nsmallest(count - len(out), group)
+                if len(out) == count:
+                    return out
+        return out
 
     def _preferred(self, systems: Iterable[str]) -> list[str]:
         found = sorted(systems)

@@ -72,3 +72,36 @@ def test_matching_is_valid_and_maximum(problem):
         assert len(systems) <= demands[klass]
         assert set(systems) <= set(candidates[klass])
     assert len(used) == reference_size(demands, candidates, set(taken))
+
+
+@st.composite
+def _lab_of_kinds(draw):
+    """Systems of a few kinds (the classes they meet), waiting counts per class, a subset
+    free, some of it borrowed."""
+    classes = ["c0", "c1", "c2"]
+    n = draw(st.integers(2, 30))
+    kinds = [frozenset(draw(st.sets(st.sampled_from(classes), max_size=3))) for _ in range(n)]
+    waiting = {k: draw(st.integers(0, 4)) for k in classes}
+    free = draw(st.sets(st.integers(0, n - 1), min_size=1))
+    avoid = draw(st.sets(st.sampled_from(sorted(free))))
+    count = draw(st.integers(1, len(free)))
+    return kinds, waiting, {f"s{i:02}" for i in free}, {f"s{i:02}" for i in avoid}, count
+
+
+@given(_lab_of_kinds())
+@settings(max_examples=300, deadline=None)
+def test_picking_by_kind_gives_the_order_of_picking_one_by_one(lab):
+    from labq.domain.model import AccessPolicy
+    from labq.scheduler.index import ClassIndex
+    from labq.scheduler.placement import Placer
+
+    kinds, waiting, free, avoid, count = lab
+    index = ClassIndex()
+    for i, kind in enumerate(kinds):
+        fqdn = f"s{i:02}"
+        index.classes_of[fqdn] = set(kind)
+        index._kind(fqdn)
+    placer = Placer(index, {}, AccessPolicy(), waiting)
+    demand = {f: sum(waiting[c] for c in index.kinds_of[f]) for f in free}
+    expected = sorted(free, key=lambda f: (f in avoid, demand[f], f))[:count]
+    assert placer._best_by_kind(free, count, avoid) == expected
