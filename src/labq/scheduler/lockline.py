@@ -1,0 +1,136 @@
+"""Sets kept queued for a lock (seed 004): who holds what, and who was kept back first.
+
+A started set takes its declared locks before anything else; one that finds
+them held waits in its running slot. Where the predictive queue is on, the
+core does not start a set whose declared locks certainly conflict with a lock
+a running set holds or has asked for (:class:`HeldLocks`): the slot and the
+systems go to work that can run, and the set starts once the lock is free.
+
+A kept set stands in line for its locks (:class:`LockLine`), as it would at
+the lock service, whose waiters are served first come, first served: a
+lower-ranked set that would take a lock in a way that conflicts with what a
+kept set waits for is kept back too, so a stream of later sets (readers
+taking the lock shared) cannot keep the lock busy forever.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from labq.domain.contention import LockNeeds
+from labq.domain.locks import LockKind
+from labq.domain.locktable import ALL, Blocker, Grant
+
+UNKNOWN = (LockKind.UNKNOWN_SHARED, LockKind.UNKNOWN_EXCLUSIVE)
+
+
+class HeldLocks:
+    """The locks of running sets: what they hold, and what they declared (held or asked for)."""
+
+    def __init__(self) -> None:
+        self._of: dict[int, frozenset[Grant]] = {}
+        # (level, name) -> owner -> exclusive; "*" stands for every name of its level
+        self._on: dict[tuple[str, str], dict[int, bool]] = {}
+        self._levels: dict[str, set[str]] = {}  # level -> names held there
+        self.exclusive = 0  # exclusive locks held: none, and only named declarations can clash
+
+    def __contains__(self, set_id: object) -> bool:
+        return set_id in self._of
+
+    def put(self, set_id: int, grants: Iterable[Grant]) -> bool:
+        """Count (or recount) a running set's locks; whether any was let go."""
+        new = frozenset(grants)
+        old = self._of.get(set_id, frozenset())
+        if set_id in self._of and new == old:
+            return False
+        self.remove(set_id)
+        self._of[set_id] = new
+        self.exclusive += sum(grant.exclusive for grant in new)
+        for grant in new:  # a lock held both ways counts as exclusive
+            owners = self._on.setdefault((grant.level, grant.name), {})
+            owners[set_id] = owners.get(set_id, False) or grant.exclusive
+            self._levels.setdefault(grant.level, set()).add(grant.name)
+        return bool(old - new)
+
+    def remove(self, set_id: int) -> bool:
+        """A set stopped running; whether it held anything."""
+        grants = self._of.pop(set_id, frozenset())
+        self.exclusive -= sum(grant.exclusive for grant in grants)
+        for grant in grants:
+            owners = self._on.get((grant.level, grant.name))
+            if owners is None:
+                continue  # the same lock held both ways: already gone
+            owners.pop(set_id, None)
+            if not owners:
+                del self._on[(grant.level, grant.name)]
+                self._levels[grant.level].discard(grant.name)
+        return bool(grants)
+
+    def blocker(self, owner: int, wanted: Iterable[Grant]) -> Blocker | None:
+        """The first running set (lowest id) holding a lock that conflicts with ``wanted``."""
+        found: list[Blocker] = []
+        for grant in wanted:
+            names = self._levels.get(grant.level, set()) if grant.name == ALL else {grant.name, ALL}
+            for name in sorted(names):
+                for other, exclusive in self._on.get((grant.level, name), {}).items():
+                    if other != owner and (exclusive or grant.exclusive):
+                        found.append(Blocker(grant, other, Grant(grant.level, name, exclusive)))
+        return min(found, key=lambda b: (b.owner, b.wanted), default=None)
+
+
+class LockLine:
+    """The sets kept queued for a lock, so that lower-ranked sets do not overtake them."""
+
+    def __init__(self) -> None:
+        self.kept: dict[int, tuple[Grant, ...]] = {}  # set -> the locks it would take
+
+    def __len__(self) -> int:
+        return len(self.kept)
+
+    def __contains__(self, set_id: object) -> bool:
+        return set_id in self.kept
+
+    def keep(self, set_id: int, grants: tuple[Grant, ...]) -> None:
+        """The set could start now but would surely wait for one of these locks."""
+        self.kept[set_id] = grants
+
+    def leave(self, set_id: int) -> bool:
+        """The set is kept no more (it may start, it started, it ended); whether it was."""
+        return self.kept.pop(set_id, None) is not None
+
+    def ahead(
+        self,
+        set_id: int,
+        needs: LockNeeds,
+        grants: Iterable[Grant],
+        before: Callable[[int], bool],
+    ) -> tuple[int, Grant] | None:
+        """A kept set ``before`` this one whose lock this one would take in its way.
+
+        ``before(other)`` says whether ``other`` is ranked above this set and
+        still kept (the core checks that it still waits). Returns the kept set
+        and the lock it waits for.
+        """
+        mine = tuple(grants)
+        for other in sorted(self.kept):
+            if other == set_id:
+                continue
+            lock = _in_way(needs, mine, self.kept[other])
+            if lock is not None and before(other):
+                return other, lock
+        return None
+
+
+def _in_way(needs: LockNeeds, mine: tuple[Grant, ...], theirs: tuple[Grant, ...]) -> Grant | None:
+    """Which of ``theirs`` this set's locks conflict with: by name, or by an unknown it may take.
+
+    An unknown declaration names nothing, but its tasks may take any name of
+    the level as they run; they would then overtake the kept set.
+    """
+    for grant in theirs:
+        if any(grant.conflicts(g) for g in mine):
+            return grant
+        decl = needs.at(grant.level)
+        if decl.kind in UNKNOWN and (grant.exclusive or decl.kind is LockKind.UNKNOWN_EXCLUSIVE):
+            return grant
+    return None
