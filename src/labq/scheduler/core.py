@@ -507,6 +507,8 @@ class Scheduler:
         """Start the whole set in ``lab`` now, if it fits and delays no higher-ranked holder."""
         if not self.admission.slot_free(lab):
             return None
+        if entry.id in self.line and self._lock_wait(entry, lab, keep=True) is not None:
+            return None  # still kept: no need to look for systems (a long line is walked often)
         placement = self._fit_now(entry, lab, every=False)
         if placement is None or self.backfill.delays(entry, lab, placement):
             return None
@@ -784,8 +786,8 @@ class Scheduler:
 
     def _leave_line(self, entry: SetEntry) -> None:
         """A kept set ends or may not run now: the sets behind it in line may start."""
-        if self.line.leave(entry.id):
-            self._lock_freed()
+        if self.line.leave(entry.id) and self.line:
+            self.books.reopen.update(self.free.keys())
 
     def _lock_freed(self) -> None:
         """A lock may have become free: the sets kept for it go first, on idle systems too.
@@ -796,17 +798,19 @@ class Scheduler:
         """
         if not self.line:
             return
+        freed = False
         for set_id, grants in sorted(self.line.kept.items()):
             if self.held_locks.blocker(set_id, grants) is not None:
                 continue
-            self.line.leave(set_id)
+            freed = self.line.leave(set_id)
             entry = self.sets[set_id]
             if entry.waiting and set_id not in self.due:
                 self.due.add(set_id)
                 entry.spv = 0.0
                 entry.version += 1
                 self._requeue_all(entry)
-        self.books.reopen.update(self.free.keys())
+        if freed:  # else every kept set still waits, and so does everyone behind them
+            self.books.reopen.update(self.free.keys())
 
     def _refresh_spv(self) -> None:
         """The running sets changed: re-key the waiting sets whose spv changed with them."""

@@ -83,6 +83,7 @@ class LockLine:
 
     def __init__(self) -> None:
         self.kept: dict[int, tuple[Grant, ...]] = {}  # set -> the locks it would take
+        self._on: dict[str, dict[int, None]] = {}  # level -> kept sets taking a lock there
 
     def __len__(self) -> int:
         return len(self.kept)
@@ -92,11 +93,19 @@ class LockLine:
 
     def keep(self, set_id: int, grants: tuple[Grant, ...]) -> None:
         """The set could start now but would surely wait for one of these locks."""
+        self.leave(set_id)
         self.kept[set_id] = grants
+        for level in {grant.level for grant in grants}:
+            self._on.setdefault(level, {})[set_id] = None
 
     def leave(self, set_id: int) -> bool:
         """The set is kept no more (it may start, it started, it ended); whether it was."""
-        return self.kept.pop(set_id, None) is not None
+        grants = self.kept.pop(set_id, None)
+        if grants is None:
+            return False
+        for level in {grant.level for grant in grants}:
+            self._on[level].pop(set_id, None)
+        return True
 
     def ahead(
         self,
@@ -109,15 +118,21 @@ class LockLine:
 
         ``before(other)`` says whether ``other`` is ranked above this set and
         still kept (the core checks that it still waits). Returns the kept set
-        and the lock it waits for.
+        and the lock it waits for. Only kept sets on the levels this one locks
+        (or may lock: an unknown declaration) are looked at.
         """
         mine = tuple(grants)
-        for other in sorted(self.kept):
-            if other == set_id:
-                continue
-            lock = _in_way(needs, mine, self.kept[other])
-            if lock is not None and before(other):
-                return other, lock
+        levels = {grant.level for grant in mine}
+        levels.update(level for level, decl in needs.levels if decl.kind in UNKNOWN)
+        seen: set[int] = set()
+        for level in sorted(levels):
+            for other in list(self._on.get(level, ())):
+                if other == set_id or other in seen:
+                    continue
+                seen.add(other)
+                lock = _in_way(needs, mine, self.kept[other])
+                if lock is not None and before(other):
+                    return other, lock
         return None
 
 
