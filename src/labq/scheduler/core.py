@@ -11,7 +11,8 @@ The parts it consults, each with its own state:
 - ``profile`` — when each busy system is declared free again;
 - ``backfill`` — holders' reservations, the shaped shelf of candidates, the search;
 - ``holds`` — who may hold, wound-wait and lending, holders completing;
-- ``admission`` / ``running_locks`` — running slots, buckets, and seed 004's weights.
+- ``admission`` / ``running_locks`` — running slots, buckets, and seed 004's weights;
+- ``keeper`` — the sets kept queued because they would only wait for a lock (issue 11).
 
 How a free system is given away (the pending-system event), in the system's
 order (effective priority, nominal priority, weight, submit time, id): the
@@ -34,8 +35,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
-from labq.domain.locks import LockKind
-from labq.domain.locktable import ALL, Grant, declared_grants
+from labq.domain.locktable import Grant
 from labq.domain.model import AccessPolicy
 from labq.domain.priority import Priority
 from labq.domain.states import Condition, RecipeState
@@ -55,7 +55,7 @@ from labq.scheduler.entries import (
 )
 from labq.scheduler.holds import Holds
 from labq.scheduler.index import ClassIndex, Queue
-from labq.scheduler.lockline import HeldLocks, LockLine
+from labq.scheduler.lockline import Keeper
 from labq.scheduler.order import Rank, age_of, predictive_weight
 from labq.scheduler.placement import Placer
 from labq.scheduler.predictive import RunningLocks, declared, held
@@ -65,7 +65,6 @@ from labq.scheduler.restore import RestoredSet, check_place, check_recipes
 from labq.scheduler.retry import retry_decision
 
 Placement = Mapping[int, str]  # recipe id -> system
-SURE_NOT_TO_WAIT = 1.5  # the seed's cells below this mean "there should be no contention"
 Choice = tuple[str, SetEntry, Placement]  # (start | grow | move | hold, set, systems)
 
 
@@ -94,9 +93,9 @@ class Scheduler:
         self.holds = Holds(self.books, self.placer, self.backfill, self.admission, self._start)
         self.running_locks = RunningLocks(self.config.lock_levels)
         self.declaring: set[int] = set()  # waiting sets whose spv depends on running sets
-        self.held_locks = HeldLocks()  # what running sets hold or asked for, by name
-        self.line = LockLine()  # waiting sets kept queued for a lock, first come first
-        self.due: set[int] = set()  # sets whose lock freed while they were kept: weight 0
+        self.keeper = Keeper(
+            self.sets, self.books.rank_of, self.running_locks, enabled=self.config.predictive
+        )
 
     # --- events ---------------------------------------------------------------
 
@@ -384,7 +383,7 @@ class Scheduler:
             return self.admission.slot_reason(entry.lab)
         # not placed yet: say why only when every lab that could run it is closed to it
         reasons = [
-            self._lock_wait(entry, lab) or self.admission.slot_reason(lab)
+            self.keeper.reason(entry, lab) or self.admission.slot_reason(lab)
             for lab in sorted(self.free)
             if self.could_run_in(entry, lab)
         ]
@@ -415,7 +414,7 @@ class Scheduler:
         hold = self._best_hold(entry, labs)
         if (
             hold is not None
-            and self._lock_wait(entry, hold[0]) is None
+            and self.keeper.reason(entry, hold[0]) is None
             and self.holds.may_hold(entry, hold[0])
         ):
             self.holds.hold(entry, hold[0], hold[1])
@@ -498,7 +497,7 @@ class Scheduler:
         if (
             self.holds.could_hold(entry, lab)
             and self.could_run_in(entry, lab)
-            and self._lock_wait(entry, lab) is None  # it would start only to wait
+            and self.keeper.reason(entry, lab) is None  # it would start only to wait
         ):
             return ("hold", entry, {recipe.id: system.fqdn})
         return None
@@ -507,13 +506,13 @@ class Scheduler:
         """Start the whole set in ``lab`` now, if it fits and delays no higher-ranked holder."""
         if not self.admission.slot_free(lab):
             return None
-        if entry.id in self.line and self._lock_wait(entry, lab, keep=True) is not None:
-            return None  # still kept: no need to look for systems (a long line is walked often)
+        if self.keeper.still_kept(entry, lab):
+            return None  # no need to look for systems: a long line is walked often
         placement = self._fit_now(entry, lab, every=False)
         if placement is None or self.backfill.delays(entry, lab, placement):
             return None
-        if self._lock_wait(entry, lab, keep=True) is not None:
-            return None
+        if self.keeper.reason(entry, lab, keep=True) is not None:
+            return None  # it would only wait for a lock: the slot goes to work that can run
         return ("start", entry, placement)
 
     def _move_choice(self, entry: SetEntry, lab: str) -> Choice | None:
@@ -523,7 +522,7 @@ class Scheduler:
         placement = self._fit_now(entry, lab, every=True)
         if placement is None or self.backfill.delays(entry, lab, placement):
             return None
-        if self._lock_wait(entry, lab) is not None:
+        if self.keeper.reason(entry, lab) is not None:
             return None
         return ("move", entry, placement)
 
@@ -605,8 +604,7 @@ class Scheduler:
         entry.started_at = self.books.now
         entry.held_since = None
         self.books.out.append(d.Start(entry.id, lab))
-        self.line.leave(entry.id)
-        self.due.discard(entry.id)
+        self.keeper.left(entry)  # those behind it in line now wait for its locks
         self._retire_waiting(entry)
         end = None if entry.max_time is None else self.books.now + entry.max_time
         self.profile.occupy(lab, (r.system for r in entry.recipes if r.system), end)
@@ -686,8 +684,7 @@ class Scheduler:
             self._retire_waiting(entry)
             self.declaring.discard(entry.id)
             self.admission.leave(entry)
-            self._leave_line(entry)
-            self.due.discard(entry.id)
+            self._left_waiting(entry)
         entry.finished = True
         self.holds.forget(entry)
 
@@ -727,9 +724,7 @@ class Scheduler:
     def _weigh(self, entry: SetEntry, grants: Sequence[Grant] | None) -> bool:
         """Count what a running set locks: what it holds, else what it declared; changed?"""
         assert entry.lab is not None
-        # what it declared it holds, or waits for ahead of anyone who starts later
-        taken = declared_grants(entry.locks, entry.lab) + tuple(grants or ())
-        if self.held_locks.put(entry.id, taken):
+        if self.keeper.count(entry, entry.lab, grants or ()):
             self._lock_freed()
         levels = self.config.lock_levels
         if grants:
@@ -740,76 +735,25 @@ class Scheduler:
         buckets, reopened = self.admission.finished(entry, lab)
         self.books.reopen.update(self.free.keys() if reopened is None else reopened)
         self._rethrottle(buckets)
-        if self.held_locks.remove(entry.id):
+        if self.keeper.uncount(entry.id):
             self._lock_freed()
         if self.running_locks.remove(entry.id):
             self._refresh_spv()
 
-    # --- sets kept queued for a lock -------------------------------------------------
-
-    def _lock_wait(self, entry: SetEntry, lab: str, *, keep: bool = False) -> str | None:
-        """Why the set would surely wait for a lock if it started in ``lab`` now, or None.
-
-        A lock a running set holds (or asked for first), or one a better-ranked
-        set kept queued waits for. With ``keep`` a set found waiting for a
-        running set's lock joins the line; any other answer takes it out.
-        """
-        if not self.config.predictive or entry.lab is not None:
-            return None  # labq-fifo starts sets as they come; holders are never kept
-        if not (entry.locks.declares or self.line or self.held_locks.exclusive):
-            return None  # nothing it would take can be in anyone's way (the common case)
-        grants = declared_grants(entry.locks, lab)
-        blocker = self.held_locks.blocker(entry.id, grants)
-        if blocker is not None:
-            if keep:
-                self.line.keep(entry.id, grants)
-            return f"waits for lock {_lock(blocker.held)} held by set {blocker.owner}"
-        if keep:
-            self.line.leave(entry.id)
-        ahead = self.line.ahead(
-            entry.id, entry.locks, grants, lambda other: self._kept_before(other, entry)
-        )
-        if ahead is None:
-            return None
-        other, lock = ahead
-        return f"waits for lock {_lock(lock)} after set {other}, which waits for it first"
-
-    def _kept_before(self, other_id: int, entry: SetEntry) -> bool:
-        """Whether a set in the line still waits there and is ranked above ``entry``."""
-        other = self.sets[other_id]
-        grants = self.line.kept[other_id]
-        gone = not other.waiting or not other.eligible or other.lab is not None
-        if gone or self.held_locks.blocker(other_id, grants) is None:
-            self.line.leave(other_id)  # its lock is free: it competes by the queue order again
-            return False
-        return self.rank_of(other) > self.rank_of(entry)
-
-    def _leave_line(self, entry: SetEntry) -> None:
-        """A kept set ends or may not run now: the sets behind it in line may start."""
-        if self.line.leave(entry.id) and self.line:
+    def _lock_freed(self) -> None:
+        """A lock was let go: sets kept for it go first, and idle systems are offered again."""
+        due, gone = self.keeper.freed()
+        for set_id in due:
+            entry = self.sets[set_id]
+            entry.spv = 0.0
+            entry.version += 1
+            self._requeue_all(entry)
+        if gone:  # else every kept set still waits, and so does everyone behind them
             self.books.reopen.update(self.free.keys())
 
-    def _lock_freed(self) -> None:
-        """A lock may have become free: the sets kept for it go first, on idle systems too.
-
-        A kept set whose lock is free is what the lock service would serve next
-        (first come, first served): it weighs 0 until it starts, so it gets the
-        next slot it can start in, and a lock the queue waits for does not lie idle.
-        """
-        if not self.line:
-            return
-        freed = False
-        for set_id, grants in sorted(self.line.kept.items()):
-            if self.held_locks.blocker(set_id, grants) is not None:
-                continue
-            freed = self.line.leave(set_id)
-            entry = self.sets[set_id]
-            if entry.waiting and set_id not in self.due:
-                self.due.add(set_id)
-                entry.spv = 0.0
-                entry.version += 1
-                self._requeue_all(entry)
-        if freed:  # else every kept set still waits, and so does everyone behind them
+    def _left_waiting(self, entry: SetEntry) -> None:
+        """The set stopped waiting: sets kept in line behind it may go now."""
+        if self.keeper.left(entry):
             self.books.reopen.update(self.free.keys())
 
     def _refresh_spv(self) -> None:
@@ -826,26 +770,10 @@ class Scheduler:
                 self._requeue_all(entry)
 
     def _spv_of(self, entry: SetEntry) -> float:
-        """The seed's spv, but 0 for a set that would surely not wait and takes an exclusive
-        lock, or whose lock freed while it was kept: exclusive locks are where sets queue,
-        and one lying idle while its users wait makes everyone finish later."""
-        if entry.id in self.due:
+        """The seed's spv, or 0 for a set the keeper says goes first (see ``lockline``)."""
+        if self.keeper.weighs_nothing(entry):
             return 0.0
-        value = self.running_locks.spv(entry.locks, self.config.spv_base)
-        if self.config.predictive and self._takes_free_exclusive(entry):
-            return 0.0
-        return value
-
-    def _takes_free_exclusive(self, entry: SetEntry) -> bool:
-        """Whether the set declares an exclusive lock and the seed's table gives it no chance
-        of waiting (no cell of 1.5 or 3 against any running set)."""
-        exclusive = (LockKind.EXCLUSIVE, LockKind.ALL_EXCLUSIVE)
-        levels = entry.locks.levels
-        if entry.locks.whole_lab or not any(decl.kind in exclusive for _, decl in levels):
-            return False
-        return all(
-            self.running_locks.worst(level, decl) < SURE_NOT_TO_WAIT for level, decl in levels
-        )
+        return self.running_locks.spv(entry.locks, self.config.spv_base)
 
     def _rethrottle(self, buckets: Iterable[str]) -> None:
         for bucket in sorted(buckets):
@@ -861,7 +789,7 @@ class Scheduler:
             return
         entry.version += 1  # its heap items go stale either way
         if not entry.eligible:
-            self._leave_line(entry)
+            self._left_waiting(entry)
             if entry.lab is not None and not entry.started:
                 self.holds.unhold(entry, f"it may not run now: {self.waits_for(entry)}")
             return
@@ -930,11 +858,6 @@ class Scheduler:
         self._drain()
         out, self.books.out = self.books.out, []
         return out
-
-
-def _lock(grant: Grant) -> str:
-    """A lock as people name it: ``storage:nfs1``, ``storage:*`` for every name."""
-    return f"{grant.level}:{'*' if grant.name == ALL else grant.name}"
 
 
 def _set_entry(submission: SetSubmission, recipes: list[RecipeEntry]) -> SetEntry:

@@ -10,18 +10,24 @@ A kept set stands in line for its locks (:class:`LockLine`), as it would at
 the lock service, whose waiters are served first come, first served: a
 lower-ranked set that would take a lock in a way that conflicts with what a
 kept set waits for is kept back too, so a stream of later sets (readers
-taking the lock shared) cannot keep the lock busy forever.
+taking the lock shared) cannot keep the lock busy forever. :class:`Keeper` is
+what the core consults.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from labq.domain.contention import LockNeeds
 from labq.domain.locks import LockKind
-from labq.domain.locktable import ALL, Blocker, Grant
+from labq.domain.locktable import ALL, Blocker, Grant, declared_grants
+from labq.scheduler.entries import SetEntry
+from labq.scheduler.order import Rank
+from labq.scheduler.predictive import RunningLocks
 
 UNKNOWN = (LockKind.UNKNOWN_SHARED, LockKind.UNKNOWN_EXCLUSIVE)
+EXCLUSIVE = (LockKind.EXCLUSIVE, LockKind.ALL_EXCLUSIVE)
+SURE_NOT_TO_WAIT = 1.5  # the seed's cells below this mean "there should be no contention"
 
 
 class HeldLocks:
@@ -149,3 +155,119 @@ def _in_way(needs: LockNeeds, mine: tuple[Grant, ...], theirs: tuple[Grant, ...]
         if decl.kind in UNKNOWN and (grant.exclusive or decl.kind is LockKind.UNKNOWN_EXCLUSIVE):
             return grant
     return None
+
+
+class Keeper:
+    """Which waiting sets stay queued because they would only wait for a lock (issue 11).
+
+    The core asks it before a set starts (:meth:`reason`), tells it what running
+    sets lock (:meth:`count`, :meth:`uncount`) and when a set stops waiting
+    (:meth:`left`), and re-keys the sets :meth:`freed` returns.
+    """
+
+    def __init__(
+        self,
+        sets: Mapping[int, SetEntry],
+        rank_of: Callable[[SetEntry], Rank],
+        running: RunningLocks,
+        *,
+        enabled: bool,
+    ) -> None:
+        self.sets = sets
+        self.rank_of = rank_of
+        self.running = running
+        self.enabled = enabled  # off for labq-fifo, which starts sets as they come
+        self.held = HeldLocks()
+        self.line = LockLine()
+        self.due: set[int] = set()  # their lock was let go while they were kept: weight 0
+
+    # --- running sets -----------------------------------------------------------------
+
+    def count(self, entry: SetEntry, lab: str, grants: Iterable[Grant]) -> bool:
+        """A running set's locks: what it declared (it holds them, or waits for them ahead
+        of anyone who starts later) and what it holds; whether it let go of one."""
+        return self.held.put(entry.id, declared_grants(entry.locks, lab) + tuple(grants))
+
+    def uncount(self, set_id: int) -> bool:
+        """A set stopped running; whether it held anything."""
+        return self.held.remove(set_id)
+
+    # --- waiting sets -----------------------------------------------------------------
+
+    def reason(self, entry: SetEntry, lab: str, *, keep: bool = False) -> str | None:
+        """Why the set would surely wait for a lock if it started in ``lab`` now, or None.
+
+        A lock a running set holds (or asked for first), or one a better-ranked
+        kept set waits for. With ``keep`` a set found waiting for a running
+        set's lock joins the line; any other answer takes it out.
+        """
+        if not self.enabled or entry.lab is not None:
+            return None  # a holder is never kept: its systems would idle
+        if not (entry.locks.declares or self.line or self.held.exclusive):
+            return None  # nothing it would take can be in anyone's way (the common case)
+        grants = declared_grants(entry.locks, lab)
+        blocker = self.held.blocker(entry.id, grants)
+        if blocker is not None:
+            if keep:
+                self.line.keep(entry.id, grants)
+            return f"waits for lock {_named(blocker.held)} held by set {blocker.owner}"
+        if keep:
+            self.line.leave(entry.id)
+        ahead = self.line.ahead(entry.id, entry.locks, grants, lambda o: self._before(o, entry))
+        if ahead is None:
+            return None
+        other, lock = ahead
+        return f"waits for lock {_named(lock)} after set {other}, which waits for it first"
+
+    def still_kept(self, entry: SetEntry, lab: str) -> bool:
+        """Whether a set in the line still waits: no need to look for systems for it."""
+        return entry.id in self.line and self.reason(entry, lab, keep=True) is not None
+
+    def left(self, entry: SetEntry) -> bool:
+        """The set stopped waiting (started, ended, may not run); whether it was in line
+        with others behind it, who may go now."""
+        self.due.discard(entry.id)
+        return self.line.leave(entry.id) and bool(self.line)
+
+    def freed(self) -> tuple[list[int], bool]:
+        """After a lock was let go: the kept sets whose lock is free now weigh 0 until they
+        start, as the lock service would serve them next (first come, first served).
+
+        Returns the sets that became due (to re-key) and whether any left the line.
+        """
+        due: list[int] = []
+        gone = False
+        for set_id, grants in sorted(self.line.kept.items()):
+            if self.held.blocker(set_id, grants) is not None:
+                continue
+            gone = self.line.leave(set_id)
+            if self.sets[set_id].waiting and set_id not in self.due:
+                self.due.add(set_id)
+                due.append(set_id)
+        return due, gone
+
+    def weighs_nothing(self, entry: SetEntry) -> bool:
+        """Whether the set goes first among its priority: its lock was let go while it was
+        kept, or it takes an exclusive lock and the seed's table gives it no chance of
+        waiting (no cell of 1.5 or 3): exclusive locks are where sets queue, and one lying
+        idle while its users wait behind lock-free work makes everyone finish later."""
+        if entry.id in self.due:
+            return True
+        levels = entry.locks.levels
+        if not self.enabled or not any(decl.kind in EXCLUSIVE for _, decl in levels):
+            return False
+        return all(self.running.worst(level, decl) < SURE_NOT_TO_WAIT for level, decl in levels)
+
+    def _before(self, other_id: int, entry: SetEntry) -> bool:
+        """Whether a set in the line still waits there and is ranked above ``entry``."""
+        other = self.sets[other_id]
+        gone = not other.waiting or not other.eligible or other.lab is not None
+        if gone or self.held.blocker(other_id, self.line.kept[other_id]) is None:
+            self.line.leave(other_id)  # its lock is free: it competes by the queue order again
+            return False
+        return self.rank_of(other) > self.rank_of(entry)
+
+
+def _named(grant: Grant) -> str:
+    """A lock as people name it: ``storage:nfs1``, ``storage:*`` for every name."""
+    return f"{grant.level}:{grant.name}"
