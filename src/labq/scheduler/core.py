@@ -741,14 +741,16 @@ class Scheduler:
             self._refresh_spv()
 
     def _lock_freed(self) -> None:
-        """A lock was let go: sets kept for it go first, and idle systems are offered again."""
+        """A lock was let go: sets kept for it may start, first, on idle systems too."""
         due, gone = self.keeper.freed()
         for set_id in due:
             entry = self.sets[set_id]
-            entry.spv = 0.0
-            entry.version += 1
-            self._requeue_all(entry)
-        if gone:  # else every kept set still waits, and so does everyone behind them
+            value = self._spv_of(entry)
+            if value != entry.spv:
+                entry.spv = value
+                entry.version += 1
+                self._requeue_all(entry)
+        if gone:  # else every kept set still waits, and everyone behind them
             self.books.reopen.update(self.free.keys())
 
     def _left_waiting(self, entry: SetEntry) -> None:

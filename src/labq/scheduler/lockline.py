@@ -162,7 +162,7 @@ class Keeper:
 
     The core asks it before a set starts (:meth:`reason`), tells it what running
     sets lock (:meth:`count`, :meth:`uncount`) and when a set stops waiting
-    (:meth:`left`), and re-keys the sets :meth:`freed` returns.
+    (:meth:`left`), and offers idle systems again when :meth:`freed` lets sets go.
     """
 
     def __init__(
@@ -179,7 +179,7 @@ class Keeper:
         self.enabled = enabled  # off for labq-fifo, which starts sets as they come
         self.held = HeldLocks()
         self.line = LockLine()
-        self.due: set[int] = set()  # their lock was let go while they were kept: weight 0
+        self.due: set[int] = set()  # kept until their lock was let go: they go first
 
     # --- running sets -----------------------------------------------------------------
 
@@ -230,8 +230,8 @@ class Keeper:
         return self.line.leave(entry.id) and bool(self.line)
 
     def freed(self) -> tuple[list[int], bool]:
-        """After a lock was let go: the kept sets whose lock is free now weigh 0 until they
-        start, as the lock service would serve them next (first come, first served).
+        """After a lock was let go: the kept sets whose lock is free leave the line, and go
+        first (:meth:`weighs_nothing`), as the lock service would serve them next.
 
         Returns the sets that became due (to re-key) and whether any left the line.
         """
@@ -240,21 +240,21 @@ class Keeper:
         for set_id, grants in sorted(self.line.kept.items()):
             if self.held.blocker(set_id, grants) is not None:
                 continue
-            gone = self.line.leave(set_id)
+            gone = self.line.leave(set_id) or gone
             if self.sets[set_id].waiting and set_id not in self.due:
                 self.due.add(set_id)
                 due.append(set_id)
         return due, gone
 
     def weighs_nothing(self, entry: SetEntry) -> bool:
-        """Whether the set goes first among its priority: its lock was let go while it was
-        kept, or it takes an exclusive lock and the seed's table gives it no chance of
-        waiting (no cell of 1.5 or 3): exclusive locks are where sets queue, and one lying
-        idle while its users wait behind lock-free work makes everyone finish later."""
-        if entry.id in self.due:
-            return True
+        """Whether the set goes first among its priority, when the seed's table gives it no
+        chance of waiting (no cell of 1.5 or 3): it was kept until its lock was let go (the
+        lock service would serve it next), or it takes an exclusive lock. Exclusive locks
+        are where sets queue, and one lying idle while its users wait behind lock-free
+        work (the seed's 0.5 for "future contention") makes everyone finish later."""
         levels = entry.locks.levels
-        if not self.enabled or not any(decl.kind in EXCLUSIVE for _, decl in levels):
+        takes_exclusive = any(decl.kind in EXCLUSIVE for _, decl in levels)
+        if entry.id not in self.due and not (self.enabled and takes_exclusive):
             return False
         return all(self.running.worst(level, decl) < SURE_NOT_TO_WAIT for level, decl in levels)
 
