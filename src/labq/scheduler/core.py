@@ -723,21 +723,24 @@ class Scheduler:
 
     def _weigh(self, entry: SetEntry, grants: Sequence[Grant] | None) -> bool:
         """Count what a running set locks: what it holds, else what it declared; changed?"""
-        assert entry.lab is not None
-        if self.keeper.count(entry, entry.lab, grants or ()):
-            self._lock_freed()
         levels = self.config.lock_levels
         if grants:
-            return self.running_locks.put(entry.id, held(grants, levels, entry.locks))
-        return self.running_locks.put(entry.id, declared(entry.locks, levels))
+            changed = self.running_locks.put(entry.id, held(grants, levels, entry.locks))
+        else:
+            changed = self.running_locks.put(entry.id, declared(entry.locks, levels))
+        assert entry.lab is not None  # it runs
+        if self.keeper.count(entry, entry.lab, grants or ()):
+            self._lock_freed()
+        return changed
 
     def _account_finish(self, entry: SetEntry, lab: str) -> None:
         buckets, reopened = self.admission.finished(entry, lab)
         self.books.reopen.update(self.free.keys() if reopened is None else reopened)
         self._rethrottle(buckets)
+        weighed = self.running_locks.remove(entry.id)
         if self.keeper.uncount(entry.id):
             self._lock_freed()
-        if self.running_locks.remove(entry.id):
+        if weighed:
             self._refresh_spv()
 
     def _lock_freed(self) -> None:
