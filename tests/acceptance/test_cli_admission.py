@@ -87,7 +87,8 @@ def test_the_queue_says_where_each_set_stands_and_why(run, tmp_path) -> None:
     rows = json.loads(run("queue", "--json").stdout)["queue"]
     assert [r["job_id"] for r in rows] == [submitted["id"]]
     (row,) = rows
-    assert (row["spv"], row["age_ticks"]) == (1.0, 0)  # nothing runs: no contention yet
+    # nothing runs: it takes a free exclusive lock, so it goes first (spv 0, not base 1)
+    assert (row["spv"], row["age_ticks"]) == (0.0, 0)
     assert row["waits_for"] == "the queue of lab1 is paused"
     table = run("queue").stdout
     for heading in ("spv", "weight", "age (ticks)", "waits for"):

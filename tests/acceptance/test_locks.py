@@ -1,4 +1,5 @@
-"""The lock service end to end: a task takes a lock with ``labq lock``, a declared set waits."""
+"""The lock service end to end: a task takes a lock with ``labq lock``, a declared set waits
+(in the queue: the predictive queue does not start a set that would wait for a held lock)."""
 
 from __future__ import annotations
 
@@ -64,14 +65,20 @@ def test_a_set_waits_for_a_lock_a_task_holds_and_runs_once_it_is_released(server
     holder_set = held[0]["set"]
 
     declarer = submit(env, tmp_path / "declarer.yaml", DECLARER)
-    waiting = poll(lambda: client.get("/locks").json()["waiting"], what="the declared set to wait")
-    assert "storage:nfs1 (exclusive)" in waiting[0]["waiting_on"][0]
-    assert f"set {holder_set} holds" in waiting[0]["waiting_on"][0]
+    # it would only wait for nfs1 in a running slot: the queue keeps it, and says why
+    kept = poll(
+        lambda: [r for r in client.get("/queue").json()["queue"] if r["job_id"] == declarer],
+        what="the declared set in the queue",
+    )
+    assert kept[0]["waits_for"] == f"waits for lock storage:nfs1 held by set {holder_set}"
+    assert client.get("/locks").json()["waiting"] == []
     shown = client.get(f"/jobs/{declarer}").json()
-    assert {r["state"] for r in shown["sets"][0]["recipes"]} == {"waiting"}
+    assert {r["state"] for r in shown["sets"][0]["recipes"]} == {"queued"}
     listed = cli(env, "lock", "list")
     assert listed.returncode == 0
     assert "nfs1" in listed.stdout
+    queued = cli(env, "queue")
+    assert f"held by set {holder_set}" in queued.stdout
 
     assert wait_for(client, holder)["state"] == "completed"
     assert wait_for(client, declarer)["state"] == "completed"

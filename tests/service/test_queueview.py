@@ -55,7 +55,9 @@ def test_rows_show_spv_weight_ticks_and_what_a_set_waits_for():
     later, contended = table
     assert (contended.spv, contended.age_ticks, contended.weight) == (4.0, 10, 2.667)  # 4 * 20/30
     assert (later.spv, later.age_ticks) == (1.0, 9)
-    assert contended.waits_for == "a running slot (1 of 1 sets running)"
+    # a free slot would not start it: set 1 holds nfs1 (issue 11 item 2)
+    assert contended.waits_for == "waits for lock storage:nfs1 held by set 1"
+    assert later.waits_for == "a running slot (1 of 1 sets running)"
 
 
 def test_rows_say_which_systems_a_set_waits_for_when_they_are_away():

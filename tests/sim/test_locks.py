@@ -15,7 +15,7 @@ from rich.console import Console
 from labq.domain.locktable import Grant
 from labq.domain.states import RecipeState
 from labq.errors import InputError
-from labq.sim.metrics import lock_waits
+from labq.sim.metrics import lock_waits, measure
 from labq.sim.policy import registry
 from labq.sim.report import compare_report, print_run, run_report
 from labq.sim.runner import Run, simulate
@@ -152,13 +152,14 @@ def test_a_set_blocked_on_a_declared_exclusive_lock_waits_then_runs():
             job("c", 10, {"duration": 50}),  # declares nothing: not held up
         ],
     }
-    halfway = run({**data, "config": {"until": 50}}, "labq")
+    # labq-fifo starts b into a free slot, where it waits (labq keeps it queued: below)
+    halfway = run({**data, "config": {"until": 50}}, "labq-fifo")
     b = the_set(halfway, "b")
     assert b.started_at == 10
     assert [r.state for r in b.recipes] == [RecipeState.WAITING]
     assert "storage:nfs1 (exclusive)" in (b.lock_waiting or "")
 
-    result = run(data, "labq")
+    result = run(data, "labq-fifo")
     b = the_set(result, "b")
     assert (b.started_at, b.finished_at) == (10, 150)  # provisioned when a let go at 100
     assert (b.lock_wait_declared, b.lock_wait_run) == (90, 0)
@@ -166,6 +167,62 @@ def test_a_set_blocked_on_a_declared_exclusive_lock_waits_then_runs():
     assert the_set(result, "c").finished_at == 60
     assert lock_waits(result.world).total == 90
     assert result.world.locking.table.holders() == {}
+
+
+def test_labq_keeps_a_set_that_would_wait_queued_and_gives_its_slot_to_work_that_can_run():
+    # issue 11 item 2: a running limit of 2; a holds nfs1; b needs it, c needs nothing
+    data = {
+        **lab(4, lab_running_limits={"lab": 2}),
+        "jobs": [
+            job("a", 0, {"duration": 100}, locks=NFS_X),
+            job("b", 10, {"duration": 50}, locks=NFS_X),
+            job("c", 20, {"duration": 50}),
+        ],
+    }
+    fifo = run(data, "labq-fifo")
+    assert the_set(fifo, "b").started_at == 10  # into the free slot, to wait for nfs1
+    assert the_set(fifo, "c").started_at == 100  # behind it, for the slot
+    result = run(data, "labq")
+    b, c = the_set(result, "b"), the_set(result, "c")
+    assert (c.started_at, c.finished_at) == (20, 70)  # the slot went to c
+    assert (b.started_at, b.finished_at) == (100, 150)  # b started when nfs1 was let go
+    assert lock_waits(result.world).total == 0
+    assert measure(result.world).makespan == measure(fifo.world).makespan  # nfs1 sets the pace
+
+
+def test_a_burst_where_half_need_one_exclusive_lock_waits_less_and_ends_sooner_than_fifo():
+    # the issue's burst: the lock-needing half used to gather at the tail and wait in the slots
+    rng = random.Random(11)
+    jobs = [
+        job(f"j{i}", i, {"duration": rng.randint(60, 240)}, **({"locks": NFS_X} if i % 2 else {}))
+        for i in range(16)
+    ]
+    data = {**lab(8, lab_running_limits={"lab": 3}), "jobs": jobs}
+    results = {policy: run(data, policy) for policy in ("labq", "labq-fifo")}
+    waits = {p: lock_waits(r.world).total for p, r in results.items()}
+    spans = {p: measure(r.world).makespan for p, r in results.items()}
+    assert waits["labq"] == 0 < waits["labq-fifo"]
+    assert spans["labq"] <= spans["labq-fifo"]
+
+
+def test_later_sets_do_not_overtake_a_set_kept_for_a_lock():
+    # a reads nfs1; b wants it exclusively and is kept queued; readers that come after b
+    # would keep nfs1 busy forever, so they wait behind b (as at the lock service)
+    reader = {"storage": {"shared": ["nfs1"]}}
+    data = {
+        **lab(4),
+        "jobs": [
+            job("a", 0, {"duration": 100}, locks=reader),
+            job("b", 10, {"duration": 50}, locks=NFS_X),
+            job("r1", 20, {"duration": 100}, locks=reader),
+            job("r2", 90, {"duration": 100}, locks=reader),
+        ],
+    }
+    result = run(data, "labq")
+    assert the_set(result, "b").started_at == 100
+    assert the_set(result, "r1").started_at == 150
+    assert the_set(result, "r2").started_at == 150
+    assert lock_waits(result.world).total == 0
 
 
 def test_a_whole_lab_set_waits_for_the_lab_and_the_lab_waits_for_it():
@@ -271,7 +328,7 @@ def test_the_watchdog_releases_the_locks_of_a_set_over_its_time():
             job("next", 10, {"duration": 10}, locks=NFS_X),
         ],
     }
-    result = run(data, "labq")
+    result = run(data, "labq-fifo")  # labq would keep "next" queued until 40: no wait to see
     assert the_set(result, "slow").recipes[0].state is RecipeState.ABORTED
     nxt = the_set(result, "next")
     assert (nxt.lock_wait_declared, nxt.finished_at) == (30, 50)
@@ -343,11 +400,10 @@ def test_a_retry_keeps_the_locks_and_plan():
 # --- the running limit ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("policy", ["labq", "labq-fifo"])
-def test_running_limits_hold_and_lock_waiters_count_against_them(policy):
+def test_running_limits_hold_and_lock_waiters_count_against_them():
     jobs = [job("x", 0, {"duration": 100}, locks=NFS_X)]
     jobs += [job(f"j{i}", 1, {"duration": 10}, locks=NFS_X) for i in range(4)]
-    result = run({**lab(8, lab_running_limits={"lab": 2}), "jobs": jobs}, policy)
+    result = run({**lab(8, lab_running_limits={"lab": 2}), "jobs": jobs}, "labq-fifo")
     assert result.world.lab_running_peak["lab"] == 2
     first = min((the_set(result, f"j{i}") for i in range(4)), key=lambda s: s.started_at or 0)
     assert first.started_at == 1  # started into the second slot, to wait there for nfs1

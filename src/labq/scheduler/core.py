@@ -11,7 +11,8 @@ The parts it consults, each with its own state:
 - ``profile`` — when each busy system is declared free again;
 - ``backfill`` — holders' reservations, the shaped shelf of candidates, the search;
 - ``holds`` — who may hold, wound-wait and lending, holders completing;
-- ``admission`` / ``running_locks`` — running slots, buckets, and seed 004's weights.
+- ``admission`` / ``running_locks`` — running slots, buckets, and seed 004's weights;
+- ``keeper`` — the sets kept queued because they would only wait for a lock (issue 11).
 
 How a free system is given away (the pending-system event), in the system's
 order (effective priority, nominal priority, weight, submit time, id): the
@@ -54,6 +55,7 @@ from labq.scheduler.entries import (
 )
 from labq.scheduler.holds import Holds
 from labq.scheduler.index import ClassIndex, Queue
+from labq.scheduler.lockline import Keeper
 from labq.scheduler.order import Rank, age_of, predictive_weight
 from labq.scheduler.placement import Placer
 from labq.scheduler.predictive import RunningLocks, declared, held
@@ -91,6 +93,9 @@ class Scheduler:
         self.holds = Holds(self.books, self.placer, self.backfill, self.admission, self._start)
         self.running_locks = RunningLocks(self.config.lock_levels)
         self.declaring: set[int] = set()  # waiting sets whose spv depends on running sets
+        self.keeper = Keeper(
+            self.sets, self.books.rank_of, self.running_locks, enabled=self.config.predictive
+        )
 
     # --- events ---------------------------------------------------------------
 
@@ -378,7 +383,7 @@ class Scheduler:
             return self.admission.slot_reason(entry.lab)
         # not placed yet: say why only when every lab that could run it is closed to it
         reasons = [
-            self.admission.slot_reason(lab)
+            self.keeper.reason(entry, lab) or self.admission.slot_reason(lab)
             for lab in sorted(self.free)
             if self.could_run_in(entry, lab)
         ]
@@ -407,7 +412,11 @@ class Scheduler:
                 self._start(entry, lab, choice[2])
                 return
         hold = self._best_hold(entry, labs)
-        if hold is not None and self.holds.may_hold(entry, hold[0]):
+        if (
+            hold is not None
+            and self.keeper.reason(entry, hold[0]) is None
+            and self.holds.may_hold(entry, hold[0])
+        ):
             self.holds.hold(entry, hold[0], hold[1])
             return
         for recipe in entry.recipes:
@@ -485,7 +494,11 @@ class Scheduler:
         choice = self._start_choice(entry, lab)
         if choice is not None:
             return choice
-        if self.holds.could_hold(entry, lab) and self.could_run_in(entry, lab):
+        if (
+            self.holds.could_hold(entry, lab)
+            and self.could_run_in(entry, lab)
+            and self.keeper.reason(entry, lab) is None  # it would start only to wait
+        ):
             return ("hold", entry, {recipe.id: system.fqdn})
         return None
 
@@ -493,9 +506,13 @@ class Scheduler:
         """Start the whole set in ``lab`` now, if it fits and delays no higher-ranked holder."""
         if not self.admission.slot_free(lab):
             return None
+        if self.keeper.still_kept(entry, lab):
+            return None  # no need to look for systems: a long line is walked often
         placement = self._fit_now(entry, lab, every=False)
         if placement is None or self.backfill.delays(entry, lab, placement):
             return None
+        if self.keeper.reason(entry, lab, keep=True) is not None:
+            return None  # it would only wait for a lock: the slot goes to work that can run
         return ("start", entry, placement)
 
     def _move_choice(self, entry: SetEntry, lab: str) -> Choice | None:
@@ -504,6 +521,8 @@ class Scheduler:
             return None
         placement = self._fit_now(entry, lab, every=True)
         if placement is None or self.backfill.delays(entry, lab, placement):
+            return None
+        if self.keeper.reason(entry, lab) is not None:
             return None
         return ("move", entry, placement)
 
@@ -585,6 +604,7 @@ class Scheduler:
         entry.started_at = self.books.now
         entry.held_since = None
         self.books.out.append(d.Start(entry.id, lab))
+        self.keeper.left(entry)  # those behind it in line now wait for its locks
         self._retire_waiting(entry)
         end = None if entry.max_time is None else self.books.now + entry.max_time
         self.profile.occupy(lab, (r.system for r in entry.recipes if r.system), end)
@@ -638,7 +658,7 @@ class Scheduler:
         entry = _set_entry(submission, recipes)
         self.sets[entry.id] = entry
         self.waiting_by_class.update({r.klass for r in entry.recipes})
-        entry.spv = self.running_locks.spv(entry.locks, self.config.spv_base)
+        entry.spv = self._spv_of(entry)
         if entry.locks.levels and not entry.locks.whole_lab:
             self.declaring.add(entry.id)
         self.admission.join(entry)
@@ -664,6 +684,7 @@ class Scheduler:
             self._retire_waiting(entry)
             self.declaring.discard(entry.id)
             self.admission.leave(entry)
+            self._left_waiting(entry)
         entry.finished = True
         self.holds.forget(entry)
 
@@ -704,29 +725,60 @@ class Scheduler:
         """Count what a running set locks: what it holds, else what it declared; changed?"""
         levels = self.config.lock_levels
         if grants:
-            return self.running_locks.put(entry.id, held(grants, levels, entry.locks))
-        return self.running_locks.put(entry.id, declared(entry.locks, levels))
+            changed = self.running_locks.put(entry.id, held(grants, levels, entry.locks))
+        else:
+            changed = self.running_locks.put(entry.id, declared(entry.locks, levels))
+        assert entry.lab is not None  # it runs
+        if self.keeper.count(entry, entry.lab, grants or ()):
+            self._lock_freed()
+        return changed
 
     def _account_finish(self, entry: SetEntry, lab: str) -> None:
         buckets, reopened = self.admission.finished(entry, lab)
         self.books.reopen.update(self.free.keys() if reopened is None else reopened)
         self._rethrottle(buckets)
-        if self.running_locks.remove(entry.id):
+        weighed = self.running_locks.remove(entry.id)
+        if self.keeper.uncount(entry.id):
+            self._lock_freed()
+        if weighed:
             self._refresh_spv()
+
+    def _lock_freed(self) -> None:
+        """A lock was let go: sets kept for it may start, first, on idle systems too."""
+        due, gone = self.keeper.freed()
+        for set_id in due:
+            entry = self.sets[set_id]
+            value = self._spv_of(entry)
+            if value != entry.spv:
+                entry.spv = value
+                entry.version += 1
+                self._requeue_all(entry)
+        if gone:  # else every kept set still waits, and everyone behind them
+            self.books.reopen.update(self.free.keys())
+
+    def _left_waiting(self, entry: SetEntry) -> None:
+        """The set stopped waiting: sets kept in line behind it may go now."""
+        if self.keeper.left(entry):
+            self.books.reopen.update(self.free.keys())
 
     def _refresh_spv(self) -> None:
         """The running sets changed: re-key the waiting sets whose spv changed with them."""
-        base = self.config.spv_base
         for set_id in sorted(self.declaring):
             entry = self.sets[set_id]
             if not entry.waiting:
                 self.declaring.discard(set_id)
                 continue
-            value = self.running_locks.spv(entry.locks, base)
+            value = self._spv_of(entry)
             if value != entry.spv:
                 entry.spv = value
                 entry.version += 1
                 self._requeue_all(entry)
+
+    def _spv_of(self, entry: SetEntry) -> float:
+        """The seed's spv, or 0 for a set the keeper says goes first (see ``lockline``)."""
+        if self.keeper.weighs_nothing(entry):
+            return 0.0
+        return self.running_locks.spv(entry.locks, self.config.spv_base)
 
     def _rethrottle(self, buckets: Iterable[str]) -> None:
         for bucket in sorted(buckets):
@@ -742,6 +794,7 @@ class Scheduler:
             return
         entry.version += 1  # its heap items go stale either way
         if not entry.eligible:
+            self._left_waiting(entry)
             if entry.lab is not None and not entry.started:
                 self.holds.unhold(entry, f"it may not run now: {self.waits_for(entry)}")
             return
