@@ -67,6 +67,10 @@ def _closed_by_server(sock: socket.socket, within: float) -> bytes | None:
 
 
 def test_trickling_clients_cannot_starve_a_normal_one(guarded: Running) -> None:
+    # the server opens what it keeps (database connections, the fork server's socket) on
+    # its first requests: count its descriptors once it has served one
+    assert httpx.get(f"{guarded.url}/api/v1/health", timeout=10).status_code == 200
+    time.sleep(0.5)
     idle = descriptors(guarded.pid)
     socks = [_connect(guarded.url, HEAD) for _ in range(TRICKLERS)]
     try:
@@ -78,7 +82,7 @@ def test_trickling_clients_cannot_starve_a_normal_one(guarded: Running) -> None:
         for sock in socks[-20:]:
             sock.send(b"X")  # still trickling: the deadline counts from the start
             peak = max(peak, descriptors(guarded.pid))
-        assert peak <= idle + CAP + BACKLOG + 10
+        assert peak <= idle + CAP + BACKLOG + 30  # bounded by the cap, not by the 1,500
         time.sleep(TIMEOUT + 1)
         deadline = time.monotonic() + 10  # a busy machine may close them a little late
         while descriptors(guarded.pid) > idle + 5:
