@@ -64,7 +64,12 @@ def test_bundled_example_tasks_land_on_the_recipes_holding_their_roles():
         ("workunit", None, None, None),
         ("exec", "sudo journalctl -b --no-pager | tail -n 100", None, None),
     ]
-    assert client.tasks[1].params == {"wait-for-scrub": False}
+    # the job's overrides for ceph are merged into the ceph task's own config
+    assert json.loads(str(client.tasks[1].params["config"])) == {
+        "wait-for-scrub": False,
+        "conf": {"osd": {"osd debug reject backfill probability": 0.3}},
+        "log-ignorelist": ["\\(POOL_APP_NOT_ENABLED\\)"],
+    }
     assert json.loads(str(client.tasks[4].params["config"])) == {
         "clients": {"client.0": ["rados/test.sh"]}
     }
@@ -239,8 +244,8 @@ BAD = [
     ("roles:\n- [mon.a]\n- mon.b\n", 3, ["each entry of 'roles'"]),
     ("roles:\n- [mon.a]\n- []\n", 3, ["each entry of 'roles'"]),
     ("roles:\n- [mon.a, 7]\n", 2, ["a role name must be text"]),
-    ("roles:\n- [mon.a]\n- [mon.a]\n", 3, ["'mon.a' is given twice"]),
-    ("machine_type: smithi\n", 1, ["needs 'roles'"]),
+    ("roles:\n- [mon.a]\n- [mon.b, mon.b]\n", 3, ["'mon.b' is given twice on one machine"]),
+    ("machine_type: smithi\n", 1, ["a fragment, not a whole job"]),
     ("- roles\n", 1, ["must be a mapping"]),
     ("roles: [[a]]\npriority: 0\n", 2, ["'priority' must be a whole number of at least 1"]),
     ("roles: [[a]]\npriority: -5\n", 2, ["'priority'", "at least 1"]),

@@ -33,7 +33,10 @@ class TaskReader:
     def __init__(self, reader: _Reader, roles: list[list[str]]) -> None:
         self.reader = reader
         self.roles = roles
-        self.recipe_of = {name: i for i, names in enumerate(roles) for name in names}
+        self.recipes_of: dict[str, list[int]] = {}
+        for i, names in enumerate(roles):
+            for name in names:
+                self.recipes_of.setdefault(name, []).append(i)
 
     def read(self, tasks: object) -> Planned:
         """The tasks of every recipe, in order, with the teuthology path of each."""
@@ -83,12 +86,21 @@ class TaskReader:
     def targets(self, role: object, where: DocPath) -> list[tuple[int, str | None]]:
         """(recipe, role) pairs a role key of ``exec`` runs on."""
         if role in _EVERY_ROLE:
-            return [(self.recipe_of[r], r) for names in self.roles for r in names]
+            return [(i, r) for i, names in enumerate(self.roles) for r in names]
         if role == _EVERY_HOST:
             return [(i, None) for i in range(len(self.roles))]
-        if not isinstance(role, str) or role not in self.recipe_of:
+        if not isinstance(role, str) or role not in self.recipes_of:
             raise self.reader.error(where, f"role {role!r} is not in 'roles'")
-        return [(self.recipe_of[role], role)]
+        holders = self.recipes_of[role]
+        if len(holders) > 1:
+            # teuthology's exec takes the one machine of a role: (remote,) = only(role)
+            entries = ", ".join(f"roles[{i}]" for i in holders)
+            raise self.reader.error(
+                where,
+                f"role {role!r} is on {len(holders)} machines ({entries}); exec runs a "
+                "role's commands on exactly one: name a role of one machine, or all-hosts",
+            )
+        return [(holders[0], role)]
 
     def command_list(self, commands: object, where: DocPath) -> list[str]:
         if not isinstance(commands, list):
