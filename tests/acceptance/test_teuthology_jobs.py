@@ -104,13 +104,20 @@ def git(*args: str, cwd: Path) -> None:
     )
 
 
-def tasks_repo(root: Path, names: list[str]) -> Path:
-    """A suite repository whose tasks print the configuration labq hands them."""
+def tasks_repo(root: Path, names: list[str], order: Path) -> Path:
+    """A suite repository whose tasks print the configuration labq hands them and note,
+    in ``order``, when they ran (the first host is slow, so nothing keeps order by luck)."""
     repo = root / "suite-repo"
+    script = (
+        "#!/bin/sh\n"
+        'echo "fs=${fs:-} branch=${branch:-} config=${config:-}"\n'
+        'if [ "$LABQ_FQDN" = "<host1>" ]; then sleep 0.3; fi\n'
+        f'echo "$LABQ_TASK_NAME" >> "{order}"\n'
+    )
     for name in names:
         run = repo / "tasks" / name / "run"
         run.parent.mkdir(parents=True)
-        run.write_text('#!/bin/sh\necho "fs=${fs:-} branch=${branch:-} config=${config:-}"\n')
+        run.write_text(script)
         run.chmod(0o755)
     git("init", "-q", "-b", "main", cwd=repo)
     git("add", ".", cwd=repo)
@@ -120,7 +127,9 @@ def tasks_repo(root: Path, names: list[str]) -> Path:
 
 @pytest.mark.usefixtures("targets")
 def test_tasks_receive_the_config_merged_with_overrides(as_user, folder, tmp_path):
-    repo = tasks_repo(tmp_path, ["install", "ceph", "rgw", "interactive"])
+    names = ["install", "ceph", "rgw", "interactive"]
+    order = tmp_path / "order.txt"
+    repo = tasks_repo(tmp_path, names, order)
     job = tmp_path / "3node-rgw-with-suite.yaml"
     original = (folder / "teuthology-example-3node-rgw.yaml").read_text()
     job.write_text(f"{original}\nsuite_repo: {repo.as_uri()}\n")
@@ -137,6 +146,8 @@ def test_tasks_receive_the_config_merged_with_overrides(as_user, folder, tmp_pat
         assert "fs=xfs branch=main config=\n" in as_user("job", "logs", str(job_id), path).stdout
     for path in rgw_logs:
         assert 'config=["client.0"]' in as_user("job", "logs", str(job_id), path).stdout
+    # one ordered plan: each task has run on all three machines before the next starts
+    assert order.read_text().split() == [name for name in names for _ in TARGETS]
 
 
 def test_an_unknown_target_is_refused_by_name(as_user, labq, live_server, folder):

@@ -169,7 +169,7 @@ def test_each_entry_of_roles_is_forced_onto_its_target_in_order():
         "smithi002.front.sepia.ceph.com",
         "mira003",
     ]
-    assert client.metadata == {"roles": ["client.0"], "target": "root@mira003"}
+    assert client.metadata["target"] == "root@mira003"
     # teuthology does not lock explicit targets by machine type: a mira target is fine
     assert client.host == requirements.ANY_SYSTEM
     assert spec.metadata["targets"]["root@mira003"] == "ssh-ed25519 AAA3"
@@ -264,6 +264,10 @@ def test_exec_steps_go_to_their_roles_in_order_with_the_other_tasks():
     assert [t.run or t.name for t in mons_a.tasks] == ["install", "ceph", "three", "workunit"]
     assert [t.run or t.name for t in mons_b.tasks] == ["install", "two", "ceph", "workunit"]
     assert [t.run or t.name for t in client.tasks] == ["install", "one", "ceph", "workunit"]
+    # each task's entry of 'tasks': the set runs them step by step across its recipes
+    assert mons_a.metadata["task_steps"] == [0, 2, 3, 4]
+    assert mons_b.metadata["task_steps"] == [0, 1, 2, 4]
+    assert client.metadata["task_steps"] == [0, 1, 2, 4]
 
 
 # --- fragments and jobs without machines ---------------------------------------------------

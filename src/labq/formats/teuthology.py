@@ -115,7 +115,10 @@ class _Reader:
                 self.note((*path, "tasks", j), origin)
             recipe: dict[str, Any] = {"role": "+".join(names) or None, "host": host}
             recipe["tasks"] = [task for task, _ in tasks[index]]
-            recipe["metadata"] = {"roles": names}
+            # the entry of 'tasks' each task came from: the set runs them in that order as one
+            # plan, step by step across its recipes, as teuthology's controller does
+            steps = [origin[1] for _, origin in tasks[index]]
+            recipe["metadata"] = {"roles": names, "task_steps": steps}
             if index < len(targets):
                 # teuthology runs entry i of roles on target i, whatever its machine type
                 target, fqdn = targets[index]
