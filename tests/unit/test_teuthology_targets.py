@@ -2,6 +2,7 @@
 
 import contextlib
 import json
+import subprocess
 
 import pytest
 from hypothesis import given
@@ -308,3 +309,33 @@ def test_a_merged_mapping_becomes_a_job():
     with pytest.raises(InputError) as caught:
         teuthology_job({"roles": "x"}, source="suite/job")
     assert str(caught.value).startswith("suite/job: roles: ")
+
+
+# --- exec retry / sleep_for_retry -------------------------------------------------------------
+
+
+def test_exec_retry_tries_each_command_until_it_succeeds(tmp_path):
+    counter = tmp_path / "tries"
+    # succeeds on its third try; '#' and '&&' survive, the command is one argument
+    command = f'echo x >> "{counter}"; [ $(wc -l < "{counter}") -ge 3 ] && true # note'
+    text = (
+        "roles: [[a]]\ntasks:\n- exec:\n    retry: {tries}\n    sleep_for_retry: 0\n"
+        "    timeout: 10\n    a:\n    - '{command}'\n"
+    )
+
+    def run_with(tries: int) -> int:
+        counter.unlink(missing_ok=True)
+        (recipe,) = recipes(text.format(tries=tries, command=command.replace("'", "''")))
+        (task,) = recipe.tasks
+        assert task.timeout == tries * 10
+        return subprocess.run(["/bin/sh", "-c", task.run], check=False).returncode
+
+    assert run_with(3) == 0
+    assert counter.read_text().count("x") == 3
+    assert run_with(2) == 1
+    assert counter.read_text().count("x") == 2
+
+
+def test_exec_without_retry_runs_the_command_as_written():
+    (recipe,) = recipes("roles: [[a]]\ntasks:\n- exec:\n    sleep_for_retry: 5\n    a: [ls -l]\n")
+    assert [t.run for t in recipe.tasks] == ["ls -l"]
