@@ -113,3 +113,47 @@ def test_a_waiting_set_whose_systems_are_removed_is_ended_by_the_consistency_pas
     shown = live.job(job_id)
     assert shown["state"] == RecipeState.ABORTED.value
     assert "every matching system is removed: s3.lab (removed)" in shown["sets"][0]["error"]
+
+
+# --- teuthology targets (issue 12, item 6) -------------------------------------------------
+
+TARGETED = """\
+roles:
+- [mon.a, osd.0]
+- [client.0]
+targets:
+  ubuntu@s2.lab: ssh-rsa AAA2
+  ubuntu@{second}: ssh-rsa AAA3
+tasks:
+- exec:
+    client.0: [hostname]
+"""
+
+
+def submit_yaml(live: Live, text: str) -> Any:
+    answer = live.client.post(
+        "/api/v1/jobs",
+        content=text.encode(),
+        headers={**live.auth("alice"), "Content-Type": "application/yaml"},
+    )
+    live.service.drain()
+    return answer
+
+
+def test_teuthology_targets_take_exactly_their_systems(live: Live) -> None:
+    answer = submit_yaml(live, TARGETED.format(second="s3.lab"))
+    assert answer.status_code == 201, answer.text
+    job_id = answer.json()["id"]
+    assert live.started(job_id)
+    (recipe_set,) = live.job(job_id)["sets"]
+    assert [r["system"] for r in recipe_set["recipes"]] == ["s2.lab", "s3.lab"]
+
+
+def test_an_unknown_teuthology_target_is_refused_at_submission_by_name(live: Live) -> None:
+    before = job_count(live)
+    answer = submit_yaml(live, TARGETED.format(second="smithi999.front.sepia.ceph.com"))
+    assert answer.status_code == 422, answer.text
+    error = answer.json()["error"]
+    assert error["place"] == "recipe_sets[0].recipes[1]"
+    assert "'smithi999.front.sepia.ceph.com', which is not a system labq knows" in error["message"]
+    assert job_count(live) == before

@@ -40,7 +40,7 @@ def test_bundled_example_reads_into_one_gang():
         "mon.b+mgr.y+osd.2+osd.3",
         "client.0",
     ]
-    assert rs.recipes[2].metadata == {"roles": ["client.0"]}
+    assert rs.recipes[2].metadata == {"roles": ["client.0"], "task_steps": [0, 1, 2, 2, 3, 4]}
     for recipe in rs.recipes:
         assert requirements.matches(recipe.host, box("smithi").facts())
         assert not requirements.matches(recipe.host, box("mira").facts())
@@ -64,7 +64,12 @@ def test_bundled_example_tasks_land_on_the_recipes_holding_their_roles():
         ("workunit", None, None, None),
         ("exec", "sudo journalctl -b --no-pager | tail -n 100", None, None),
     ]
-    assert client.tasks[1].params == {"wait-for-scrub": False}
+    # the job's overrides for ceph are merged into the ceph task's own config
+    assert json.loads(str(client.tasks[1].params["config"])) == {
+        "wait-for-scrub": False,
+        "conf": {"osd": {"osd debug reject backfill probability": 0.3}},
+        "log-ignorelist": ["\\(POOL_APP_NOT_ENABLED\\)"],
+    }
     assert json.loads(str(client.tasks[4].params["config"])) == {
         "clients": {"client.0": ["rados/test.sh"]}
     }
@@ -239,8 +244,8 @@ BAD = [
     ("roles:\n- [mon.a]\n- mon.b\n", 3, ["each entry of 'roles'"]),
     ("roles:\n- [mon.a]\n- []\n", 3, ["each entry of 'roles'"]),
     ("roles:\n- [mon.a, 7]\n", 2, ["a role name must be text"]),
-    ("roles:\n- [mon.a]\n- [mon.a]\n", 3, ["'mon.a' is given twice"]),
-    ("machine_type: smithi\n", 1, ["needs 'roles'"]),
+    ("roles:\n- [mon.a]\n- [mon.b, mon.b]\n", 3, ["'mon.b' is given twice on one machine"]),
+    ("machine_type: smithi\n", 1, ["a fragment, not a whole job"]),
     ("- roles\n", 1, ["must be a mapping"]),
     ("roles: [[a]]\npriority: 0\n", 2, ["'priority' must be a whole number of at least 1"]),
     ("roles: [[a]]\npriority: -5\n", 2, ["'priority'", "at least 1"]),
@@ -268,10 +273,11 @@ BAD = [
     ("roles: [[a]]\ntasks:\n- exec:\n    client.9: [ls]\n", 4, ["'client.9' is not in 'roles'"]),
     ("roles: [[a]]\ntasks:\n- exec:\n    a: ls\n", 4, ["commands must be a list"]),
     ("roles: [[a]]\ntasks:\n- exec:\n    a:\n    - ls\n    - false\n", 6, ["quote it"]),
+    ("roles: [[a]]\ntasks:\n- exec:\n    retry: 0\n    a: [ls]\n", 4, ["'retry'", "at least 1"]),
     (
-        "roles: [[a]]\ntasks:\n- exec:\n    retry: 3\n    a: [ls]\n",
-        4,
-        ["'retry' is not supported yet"],
+        "roles: [[a]]\ntasks:\n- exec:\n    retry: 2\n    sleep_for_retry: -1\n    a: [ls]\n",
+        5,
+        ["'sleep_for_retry'", "at least 0"],
     ),
     ("roles: [[a]]\ntasks:\n- exec:\n    timeout: 0\n    a: [ls]\n", 4, ["'timeout'"]),
     ("roles: [[a]]\nwhen: .nan\n", 2, ["finite"]),

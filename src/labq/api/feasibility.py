@@ -60,6 +60,9 @@ def _could_serve(
     recipe: RecipeSpec, systems: Sequence[Known], group: str | None, policy: AccessPolicy
 ) -> tuple[list[System], str | None]:
     """The systems that could ever serve the recipe, or why there are none."""
+    if recipe.force is not None and not any(s.fqdn == recipe.force for s, _ in systems):
+        # a teuthology target, a Beaker force=: name it, the user mistyped it or must add it
+        return [], f"it is forced onto {recipe.force!r}, which is not a system labq knows"
     matching = [
         s
         for s, facts in systems

@@ -50,6 +50,7 @@ class TaskPlan:
     params: Mapping[str, Scalar] = field(default_factory=dict)
     timeout: float | None = None
     role: str | None = None
+    step: int | None = None  # its place in the set's one ordered task list (steps.py)
 
 
 @dataclass(frozen=True)

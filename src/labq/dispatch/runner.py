@@ -1,7 +1,8 @@
 """The set runner: everything a supervisor does for one recipe set, with no database.
 
 :func:`run_set` provisions every system (recipes move ``installing``), runs each
-recipe's tasks in order with the recipes of the set at once (one thread each),
+recipe's tasks in order with the recipes of the set at once (one thread each;
+tasks numbered with steps run step by step across the recipes, steps.py),
 enforces every task's timeout and the set's ``max_time``, archives every
 system's logs — also after a timeout, abort or cancel, and always before any
 clean-up — then cleans up ("nukes") the systems whose recipe failed or did not
@@ -52,6 +53,7 @@ from labq.dispatch.results import (
     judge_exit,
     recipe_result,
 )
+from labq.dispatch.steps import StepGate
 from labq.dispatch.workspace import cached_checkout
 from labq.domain.locktable import Outcome
 from labq.domain.states import RecipeState, Result
@@ -147,6 +149,7 @@ class _SetRun:
         self.deadline: float | None = None
         self.take_locks: Callable[[], Outcome] | None = None
         self.lost: threading.Event | None = None
+        self.steps = StepGate({})
 
     # -- the phases ---------------------------------------------------------
 
@@ -164,6 +167,10 @@ class _SetRun:
                 if not self.stop.is_set():
                     self._phase(self._provision, "provision")
                 if not self.stop.is_set():
+                    running = [r for r in self.recipes if r.backend is not None]
+                    self.steps = StepGate(
+                        {r.plan.id: [t.step for t in r.plan.tasks] for r in running}
+                    )
                     self._phase(self._run_recipe, "run")
             self._check_limits()
             if self.stop_kind is not StopKind.LOST:
@@ -336,18 +343,22 @@ class _SetRun:
         assert r.backend is not None
         self.reporter.recipe_state(r.plan.id, RecipeState.RUNNING)
         roles = role_members(self.plan)
-        for task in r.plan.tasks:
-            if self.stop.is_set():
-                return
-            outcome, abort = self._run_task(r, task, roles)
-            r.tasks.append(outcome)
-            if abort is not None:
-                r.reason = abort
-                self._request_stop(StopKind.ABORT, f"{r.label}: {abort}")
-                return
-            if outcome.stopped:
-                return
-        r.finished = True
+        try:
+            for task in r.plan.tasks:
+                if self.stop.is_set() or not self.steps.wait(task.step, self.stop):
+                    return
+                outcome, abort = self._run_task(r, task, roles)
+                r.tasks.append(outcome)
+                if abort is not None:
+                    r.reason = abort
+                    self._request_stop(StopKind.ABORT, f"{r.label}: {abort}")
+                    return  # the set stops before leave() lets a partner's next step go
+                if outcome.stopped:
+                    return
+                self.steps.done(r.plan.id, task.step)
+            r.finished = True
+        finally:
+            self.steps.leave(r.plan.id)  # its partners must not wait for steps it will not run
 
     def _run_task(
         self, r: _Recipe, task: TaskPlan, roles: dict[str, list[str]]

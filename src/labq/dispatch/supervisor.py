@@ -40,7 +40,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import IO
+from typing import IO, Any
 
 from sqlalchemy import Engine
 
@@ -93,6 +93,7 @@ def load_plan(repo: Repository, set_id: int) -> SetPlan:
             attributes=dict(system.attributes),
             address=address if isinstance(address, str) else None,
         )
+        steps = task_steps(spec.metadata, len(spec.tasks))
         tasks = tuple(
             TaskPlan(
                 id=stored.id,
@@ -101,8 +102,9 @@ def load_plan(repo: Repository, set_id: int) -> SetPlan:
                 params=dict(task.params),
                 timeout=None if task.timeout is None else float(task.timeout),
                 role=task.role,
+                step=step,
             )
-            for stored, task in zip(recipe.tasks, spec.tasks, strict=True)
+            for stored, task, step in zip(recipe.tasks, spec.tasks, steps, strict=True)
         )
         recipes.append(RecipePlan(id=recipe.id, system=info, tasks=tasks, role=spec.role))
     ref = job.spec.ref
@@ -114,6 +116,19 @@ def load_plan(repo: Repository, set_id: int) -> SetPlan:
         ref_repo=None if ref is None else ref.repo,
         ref_commit=None if ref is None else ref.commit,
     )
+
+
+def task_steps(metadata: Mapping[str, Any], count: int) -> list[int | None]:
+    """The step of each task from ``metadata.task_steps`` (the teuthology reader writes it);
+    no steps when it is missing or is not one whole number per task."""
+    steps = metadata.get("task_steps")
+    if (
+        isinstance(steps, list)
+        and len(steps) == count
+        and all(isinstance(s, int) and not isinstance(s, bool) for s in steps)
+    ):
+        return list(steps)
+    return [None] * count
 
 
 def _check_runnable(view: RecipeSetView) -> None:

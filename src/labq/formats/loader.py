@@ -14,7 +14,9 @@ from labq.formats.source import read_document
 Format = Literal["auto", "native", "beaker", "teuthology"]
 FORMATS: Final = ("auto", "native", "beaker", "teuthology")
 DEFAULTS: Final = Limits()
-_TEUTHOLOGY_KEYS: Final = re.compile(r"^(roles|machine_type|suite|os_type|overrides)\s*:", re.M)
+_TEUTHOLOGY_KEYS: Final = re.compile(
+    r"^(roles|targets|tasks|machine_type|suite|os_type|overrides)\s*:", re.M
+)
 
 
 def detect_format(text: str) -> Format:

@@ -4,7 +4,9 @@ A teuthology job is one gang: every entry of ``roles`` becomes a recipe of one
 recipe set, ``machine_type`` becomes a host requirement, the numeric
 ``priority`` (lower is sooner) falls into one of labq's five levels and
 ``tasks`` become recipe tasks. Everything else is kept in job metadata: a
-teuthology config is open-ended. ``docs/job-format-teuthology.md`` is the reference.
+teuthology config is open-ended. ``targets`` force each entry of ``roles`` onto
+its machine, and ``overrides`` are merged into the tasks they name.
+``docs/job-format-teuthology.md`` is the reference.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from labq.domain.priority import Priority
 from labq.errors import InputError
 from labq.formats.origins import Origins
 from labq.formats.source import MAX_DEPTH, DocPath, LineMap, format_path, load_yaml
-from labq.formats.teuthology_tasks import TaskReader
+from labq.formats.teuthology_merge import MergeError, merge_override
+from labq.formats.teuthology_tasks import COMMAND_TASKS, TaskReader
 
 # (lowest number of the band, level); teuthology-suite's default is 1000
 PRIORITY_BANDS: Final = (
@@ -31,6 +34,7 @@ PRIORITY_BANDS: Final = (
 )
 # Keys read into the model itself; every other top-level key goes to job metadata.
 _CONSUMED: Final = frozenset({"roles", "tasks", "owner", "description"})
+_WHOLE_JOB_KEYS: Final = ("roles", "targets", "tasks")
 
 
 def priority_level(number: int) -> Priority:
@@ -44,8 +48,17 @@ def priority_level(number: int) -> Priority:
 def parse_teuthology(text: str, *, source: str, max_depth: int = MAX_DEPTH) -> JobSpec:
     """Read a teuthology job document into a validated JobSpec, or raise InputError."""
     data, lines = load_yaml(text, source=source, max_depth=max_depth)
+    return teuthology_job(data, source=source, lines=lines)
+
+
+def teuthology_job(data: object, *, source: str, lines: LineMap | None = None) -> JobSpec:
+    """A teuthology config (one document, or fragments already deep-merged) as a JobSpec.
+
+    ``lines`` maps places of ``data`` to lines of ``source`` for error messages;
+    without it errors name the place only. Raises InputError.
+    """
     origins = Origins(source)
-    reader = _Reader(source, lines, origins)
+    reader = _Reader(source, lines or LineMap(), origins)
     return origins.validate(reader.job(data))
 
 
@@ -70,6 +83,12 @@ class _Reader:
             if not isinstance(key, str):
                 raise self.error((), f"top-level keys must be text, not {key!r}")
         self.note((), ())
+        if not any(key in data for key in _WHOLE_JOB_KEYS):
+            raise self.error(
+                (),
+                "a fragment, not a whole job: it has no 'roles', 'targets' or 'tasks' "
+                "(teuthology-suite merges such files into jobs)",
+            )
         recipe_set: dict[str, Any] = {"recipes": self.recipes(data)}
         self.note(("recipe_sets", 0), ("roles",))
         self.recipe_set_options(data, recipe_set)
@@ -83,41 +102,115 @@ class _Reader:
 
     def recipes(self, data: Mapping[str, Any]) -> list[dict[str, Any]]:
         """One recipe per entry of ``roles``, each with the tasks for its roles."""
-        roles = self.roles(data)
+        targets = self.targets(data)
+        roles = self.roles(data, targets)
         host = self.host(data)
-        tasks = TaskReader(self, roles).read(data.get("tasks"))
+        tasks = TaskReader(self, roles).read(self.merged_tasks(data))
         out = []
         for index, names in enumerate(roles):
             path: DocPath = ("recipe_sets", 0, "recipes", index)
-            self.note(path, ("roles", index))
+            self.note(path, ("roles", index) if "roles" in data else ())
             self.note((*path, "host"), ("machine_type",))
             for j, (_, origin) in enumerate(tasks[index]):
                 self.note((*path, "tasks", j), origin)
-            recipe: dict[str, Any] = {"role": "+".join(names), "host": host}
+            recipe: dict[str, Any] = {"role": "+".join(names) or None, "host": host}
             recipe["tasks"] = [task for task, _ in tasks[index]]
-            recipe["metadata"] = {"roles": names}
+            # the entry of 'tasks' each task came from: the set runs them in that order as one
+            # plan, step by step across its recipes, as teuthology's controller does
+            steps = [origin[1] for _, origin in tasks[index]]
+            recipe["metadata"] = {"roles": names, "task_steps": steps}
+            if index < len(targets):
+                # teuthology runs entry i of roles on target i, whatever its machine type
+                target, fqdn = targets[index]
+                self.note((*path, "force"), ("targets", target))
+                recipe.update(host={}, force=fqdn)
+                recipe["metadata"]["target"] = target
             out.append(recipe)
         return out
 
-    def roles(self, data: Mapping[str, Any]) -> list[list[str]]:
+    def targets(self, data: Mapping[str, Any]) -> list[tuple[str, str]]:
+        """``(target, fqdn)`` in the order given: ``user@host`` runs on system ``host``."""
+        value = data.get("targets")
+        if value is None:
+            return []
+        if not isinstance(value, Mapping) or not value:
+            raise self.error(
+                ("targets",), "'targets' must be a mapping of [user@]host to its SSH host key"
+            )
+        out: list[tuple[str, str]] = []
+        seen: dict[str, str] = {}
+        for target in value:
+            fqdn = target.rpartition("@")[2].strip() if isinstance(target, str) else ""
+            if not fqdn:
+                raise self.error(("targets",), f"a target must be [user@]host, not {target!r}")
+            if fqdn in seen:
+                raise self.error(
+                    ("targets", target), f"targets {seen[fqdn]!r} and {target!r} are one host"
+                )
+            seen[fqdn] = target
+            out.append((target, fqdn))
+        return out
+
+    def roles(self, data: Mapping[str, Any], targets: list[tuple[str, str]]) -> list[list[str]]:
+        """The role names of each machine.
+
+        Without ``roles`` teuthology gives each target no role, and with neither it
+        runs the tasks without machines; labq runs them on one system, with no role.
+        """
         if "roles" not in data:
-            raise self.error((), "a teuthology job needs 'roles' (a list of lists of role names)")
+            return [[] for _ in targets] or [[]]
         roles = data["roles"]
         if not isinstance(roles, list) or not roles:
             raise self.error(("roles",), "'roles' must be a non-empty list of lists of role names")
-        seen: set[str] = set()
         for i, entry in enumerate(roles):
             if not isinstance(entry, list) or not entry:
                 raise self.error(
                     ("roles", i), "each entry of 'roles' must be a non-empty list of role names"
                 )
+            # one role name may be on several machines (teuthology's parallel_example)
+            seen: set[str] = set()
             for j, name in enumerate(entry):
                 if not isinstance(name, str) or not name.strip():
                     raise self.error(("roles", i, j), f"a role name must be text, not {name!r}")
                 if name in seen:
-                    raise self.error(("roles", i, j), f"role {name!r} is given twice")
+                    raise self.error(
+                        ("roles", i, j), f"role {name!r} is given twice on one machine"
+                    )
                 seen.add(name)
+        if targets and len(targets) < len(roles):
+            raise self.error(
+                ("targets",),
+                f"{len(roles)} targets are needed, one per entry of 'roles', "
+                f"but {len(targets)} are given",
+            )
         return roles
+
+    def merged_tasks(self, data: Mapping[str, Any]) -> object:
+        """``tasks`` with ``overrides[name]`` deep-merged into each task called ``name``."""
+        tasks, overrides = data.get("tasks"), data.get("overrides")
+        if overrides is None:
+            return tasks
+        if not isinstance(overrides, Mapping):
+            raise self.error(("overrides",), "'overrides' must be a mapping of task name to config")
+        if not isinstance(tasks, list):
+            return tasks  # TaskReader says what is wrong with it
+        out: list[object] = []
+        for k, entry in enumerate(tasks):
+            if isinstance(entry, Mapping) and len(entry) == 1:
+                ((name, config),) = entry.items()
+                if name in overrides and name not in COMMAND_TASKS:
+                    entry = {name: self.merge(config, overrides[name], ("tasks", k, name))}
+            out.append(entry)
+        return out
+
+    def merge(self, config: object, override: object, task: DocPath) -> object:
+        try:
+            return merge_override(config, override)
+        except MergeError as exc:
+            where = ("overrides", task[-1], *exc.path)
+            raise self.error(
+                where, f"cannot be merged into {format_path((*task, *exc.path))}: {exc.problem}"
+            ) from None
 
     def recipe_set_options(self, data: Mapping[str, Any], out: dict[str, Any]) -> None:
         if "priority" in data:

@@ -10,6 +10,7 @@ from the job's workspace, with its configuration as parameters.
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 COMMAND_TASKS: Final = frozenset({"exec", "sh"})
 _EVERY_ROLE: Final = frozenset({"all", "all-roles"})
 _EVERY_HOST: Final = "all-hosts"
-_UNSUPPORTED_OPTIONS: Final = frozenset({"retry", "sleep_for_retry"})
+_OPTIONS: Final = frozenset({"timeout", "retry", "sleep_for_retry"})
 
 Planned = list[list[tuple[dict[str, Any], DocPath]]]  # per recipe: (task, where it came from)
 
@@ -33,7 +34,10 @@ class TaskReader:
     def __init__(self, reader: _Reader, roles: list[list[str]]) -> None:
         self.reader = reader
         self.roles = roles
-        self.recipe_of = {name: i for i, names in enumerate(roles) for name in names}
+        self.recipes_of: dict[str, list[int]] = {}
+        for i, names in enumerate(roles):
+            for name in names:
+                self.recipes_of.setdefault(name, []).append(i)
 
     def read(self, tasks: object) -> Planned:
         """The tasks of every recipe, in order, with the teuthology path of each."""
@@ -64,16 +68,20 @@ class TaskReader:
         """Append one task per command to the recipes holding each named role."""
         if not isinstance(config, Mapping):
             raise self.reader.error(path, f"'{name}' takes a mapping of role to commands")
-        timeout = self.timeout(config, path)
+        timeout = self.seconds(config, "timeout", path, least=1)
+        tries = self.seconds(config, "retry", path, least=1)
+        pause = self.seconds(config, "sleep_for_retry", path, least=0)
+        if tries is not None and timeout is not None:
+            # labq's timeout is the task's: room for every try of teuthology's per-try timeout
+            timeout = tries * timeout + (tries - 1) * (1 if pause is None else pause)
         for role, commands in config.items():
-            if role == "timeout":
+            if role in _OPTIONS:
                 continue
             where = (*path, str(role))
-            if role in _UNSUPPORTED_OPTIONS:
-                raise self.reader.error(where, f"'{name}' option '{role}' is not supported yet")
             for recipe, task_role in self.targets(role, where):
                 for i, command in enumerate(self.command_list(commands, where)):
-                    task: dict[str, Any] = {"name": name, "run": command}
+                    run = command if tries is None else retried(command, tries, pause)
+                    task: dict[str, Any] = {"name": name, "run": run}
                     if task_role is not None:
                         task["role"] = task_role
                     if timeout is not None:
@@ -83,12 +91,21 @@ class TaskReader:
     def targets(self, role: object, where: DocPath) -> list[tuple[int, str | None]]:
         """(recipe, role) pairs a role key of ``exec`` runs on."""
         if role in _EVERY_ROLE:
-            return [(self.recipe_of[r], r) for names in self.roles for r in names]
+            return [(i, r) for i, names in enumerate(self.roles) for r in names]
         if role == _EVERY_HOST:
             return [(i, None) for i in range(len(self.roles))]
-        if not isinstance(role, str) or role not in self.recipe_of:
+        if not isinstance(role, str) or role not in self.recipes_of:
             raise self.reader.error(where, f"role {role!r} is not in 'roles'")
-        return [(self.recipe_of[role], role)]
+        holders = self.recipes_of[role]
+        if len(holders) > 1:
+            # teuthology's exec takes the one machine of a role: (remote,) = only(role)
+            entries = ", ".join(f"roles[{i}]" for i in holders)
+            raise self.reader.error(
+                where,
+                f"role {role!r} is on {len(holders)} machines ({entries}); exec runs a "
+                "role's commands on exactly one: name a role of one machine, or all-hosts",
+            )
+        return [(holders[0], role)]
 
     def command_list(self, commands: object, where: DocPath) -> list[str]:
         if not isinstance(commands, list):
@@ -100,13 +117,15 @@ class TaskReader:
                 )
         return commands
 
-    def timeout(self, config: Mapping[Any, Any], path: DocPath) -> int | None:
-        value = config.get("timeout")
+    def seconds(
+        self, config: Mapping[Any, Any], key: str, path: DocPath, *, least: int
+    ) -> int | None:
+        value = config.get(key)
         if value is None:
             return None
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise self.reader.error(
-                (*path, "timeout"), f"'timeout' must be whole seconds, at least 1, not {value!r}"
+                (*path, key), f"'{key}' must be a whole number, at least {least}, not {value!r}"
             )
         return value
 
@@ -127,3 +146,13 @@ class TaskReader:
         except TypeError:  # keys of mixed types cannot be sorted
             text = json.dumps(config, default=str)
         return {"config": text}
+
+
+def retried(command: str, tries: int, pause: int | None) -> str:
+    """``command`` tried up to ``tries`` times, ``pause`` seconds apart (teuthology's exec
+    ``retry``/``sleep_for_retry``, default 1 s); it fails when the last try fails."""
+    wait = 1 if pause is None else pause
+    return (
+        f"n=0; while :; do n=$((n + 1)); /bin/sh -c {shlex.quote(command)} && exit 0; "
+        f'[ "$n" -ge {tries} ] && exit 1; sleep {wait}; done'
+    )
