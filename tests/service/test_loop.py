@@ -229,3 +229,22 @@ def test_a_cancel_between_a_sets_abort_and_its_end_being_heard_stops_the_retry(e
         assert repo.job_state(job_id).is_final
     assert dispatcher.started == [first]
     service.stop()
+
+
+def test_an_event_that_meets_a_cancel_it_has_not_heard_of_rebuilds_without_alarm(engine, caplog):
+    # the API commits a cancel, then tells the scheduler; an event in between places the set
+    dispatcher = RecordingDispatcher()
+    service = make_service(engine, dispatcher)
+    job_id = submit(engine, service, recipes=1)
+    with transaction(engine) as repo:
+        assert repo.cancel_job(job_id, actor="alice", now=NOW, reason="changed my mind") == 1
+    add_systems(engine, service, "a")  # offered to the set the core still thinks is queued
+    service.drain()
+    assert dispatcher.started == []
+    assert "met a change" in caplog.text
+    assert "Traceback" not in caplog.text
+    later = submit(engine, service, recipes=1)  # the rebuilt core schedules on
+    with transaction(engine) as repo:
+        (rs,) = repo.load_job(later).sets
+    assert dispatcher.started == [rs.id]
+    service.stop()

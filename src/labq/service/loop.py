@@ -24,7 +24,7 @@ from sqlalchemy.engine import Engine
 
 from labq.api.events import QueueRow
 from labq.config import Settings
-from labq.errors import LeadershipLost
+from labq.errors import ConflictError, IllegalTransition, LeadershipLost
 from labq.scheduler.core import Scheduler
 from labq.service import bridge, eligibility
 from labq.service import events as handlers
@@ -254,8 +254,11 @@ class SchedulerService:
         except LeadershipLost as exc:
             self._depose(exc)
             return
-        except Exception:
-            log.exception("scheduling event %s failed; rebuilding from the database", event.kind)
+        except Exception as exc:
+            if isinstance(exc, ConflictError | IllegalTransition):  # a cancel raced the event
+                log.warning("scheduling event %s met a change: %s; rebuilding", event.kind, exc)
+            else:
+                log.exception("scheduling event %s failed; rebuilding", event.kind)
             try:
                 self._rebuild(catch_up=True)
             except LeadershipLost as exc:
