@@ -210,5 +210,7 @@ def test_beaker_jobs_with_fetched_tasks_and_a_guest_recipe_run_end_to_end(beaker
     made = (logs / "guests/guest1/guest.txt").read_text()
     assert made == f"guest1 on {host['system']} --ram=1024 --vcpus=2 --file-size=20 --kvm\n"
     assert (logs / "guests/guest2/guest-destroyed.txt").read_text() == "destroyed\n"
+    shown = cli(env, "job", "results", str(ids["beaker-doc-virtualization-workflow.xml"]))
+    assert "guest guest1" in shown.stdout
     # every fetch went through the cache: one checkout per repository and commit
     assert len(list((data / "fetched" / "git").iterdir())) == 4
