@@ -407,11 +407,16 @@ class _SetRun:
         self.reporter.recipe_state(r.plan.id, RecipeState.RUNNING)
         roles = role_members(self.plan)
         done: list[bool] = []
+
+        def guest(g: _Guest) -> None:
+            # as _guarded does for a recipe: an internal error aborts, never vanishes
+            self._guarded(
+                lambda _r: done.append(self._run_tasks(r, g.place, g.plan.tasks, roles)), r
+            )
+
         threads = [
             threading.Thread(
-                target=lambda g=g: done.append(self._run_tasks(r, g.place, g.plan.tasks, roles)),
-                name=f"guest-{r.plan.id}-{g.plan.system.fqdn}",
-                daemon=True,
+                target=guest, args=(g,), name=f"guest-{r.plan.id}-{g.plan.system.fqdn}", daemon=True
             )
             for g in r.guests
         ]
@@ -420,7 +425,7 @@ class _SetRun:
         own = self._run_tasks(r, r.place, r.plan.tasks, roles)
         for t in threads:
             t.join()
-        r.finished = own and all(done) and len(done) == len(threads)
+        r.finished = own and len(done) == len(threads) and all(done)
 
     def _run_tasks(
         self,
