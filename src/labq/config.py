@@ -54,6 +54,8 @@ class Hooks(_Section):
     power_off: str | None = None
     reimage: str | None = None
     cleanup: str | None = None
+    guest_create: str | None = None  # make a guest recipe's guest: {guestname}, {guestargs}
+    guest_destroy: str | None = None
 
 
 class SshBackend(_Section):
@@ -78,6 +80,16 @@ class LabSettings(_Section):
     hooks: Hooks = Hooks()
     ssh: SshBackend = SshBackend()
     local: LocalBackend = LocalBackend()
+
+
+class Fetch(_Section):
+    """How supervisors fetch tasks named by URL (``<fetch url=…>``)."""
+
+    # URL prefix -> replacement, the longest prefix wins (like git's insteadOf): a mirror
+    rewrite: dict[str, str] = Field(default_factory=dict)
+    # may a job's own file:// URLs be read? None: yes, unless the lab runs tasks as
+    # another user (run_as), whom the server's files must not be copied to
+    file_urls: bool | None = None
 
 
 class Server(_Section):
@@ -141,6 +153,7 @@ class Settings(_Section):
     consistency_every: Seconds = 60.0
     heartbeat_every: Seconds = 5.0
     labs: dict[str, LabSettings] = Field(default_factory=dict)
+    fetch: Fetch = Fetch()
 
     def scheduler(self) -> SchedulerConfig:
         """What the scheduling core needs of these settings."""

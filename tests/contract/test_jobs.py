@@ -48,7 +48,23 @@ FULL = {
                     "exclude": ["a.lab", "b.lab"],
                     "force": None,
                     "whiteboard": "the client",
-                    "tasks": [{"name": "measure", "role": "client"}],
+                    "tasks": [
+                        {"name": "measure", "role": "client"},
+                        {"fetch": {"url": "git://git.example/tasks.git?main#net/ping"}},
+                    ],
+                    "guests": [
+                        {
+                            "name": "vm1",
+                            "args": "--ram=1024",
+                            "role": "guests",
+                            "tasks": [
+                                {"name": "install"},
+                                {"name": "t", "fetch": {"url": "file:///t", "subdir": "a"}},
+                            ],
+                            "metadata": {"host_requires": {"system_type": "Virtual"}},
+                        },
+                        {"tasks": [{"name": "check"}]},
+                    ],
                 },
             ],
         },
@@ -87,11 +103,20 @@ def test_a_job_is_stored_whole_and_loads_back_equal(seeded: Repository) -> None:
         "recipe_sets": 2,
         "recipes": 3,
         "recipe_excludes": 2,
-        "tasks": 3,
+        "tasks": 7,
         "activity": 1,
     }
     audit = seeded.conn.execute(select(Jobs.spec).where(Jobs.id == job_id)).scalar_one()
     assert audit == spec.canonical()
+    # a guest's tasks are its host recipe's task rows, each saying which guest it is
+    client = view.sets[0].recipes[1]
+    assert [(t.name, t.guest) for t in client.tasks] == [
+        ("measure", None),
+        ("/git.example/tasks.git/net/ping", None),
+        ("install", "vm1"),
+        ("t", "vm1"),
+        ("check", "guest2"),
+    ]
 
 
 def test_metadata_is_stored_in_its_json_form(seeded: Repository) -> None:

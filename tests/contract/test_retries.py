@@ -129,3 +129,23 @@ def test_a_retry_is_owed_only_to_an_aborted_set_within_its_retries(
         seeded.move_recipe(more, other or RecipeState.COMPLETED, now=at(3))
     assert seeded.load_job(job_id).state is seeded.job_state(job_id) is expected
     assert [j.id for j in seeded.list_jobs(state=expected)] == [job_id]
+
+
+def test_a_clone_keeps_fetched_tasks_and_guest_recipes(seeded: Repository) -> None:
+    recipe = {
+        "tasks": [{"fetch": {"url": "git://h.example/t.git?main#a"}}],
+        "guests": [{"name": "vm1", "args": "--ram=1", "tasks": [{"name": "g"}]}],
+    }
+    spec = JobSpec.model_validate({"recipe_sets": [{"recipes": [recipe]}]})
+    job_id = seeded.submit_job(spec, owner="bob", now=at(1), source_format="native")
+    ((only,),) = recipe_ids(seeded, job_id)
+    abort_on(seeded, only, "s1.lab")
+    original = seeded.load_job(job_id).sets[0]
+    clone = seeded.get_recipe_set(seeded.clone_recipe_set(original.id, actor=ADMIN, now=at(4)))
+    (cloned,) = clone.spec.recipes
+    assert cloned.tasks == original.spec.recipes[0].tasks
+    assert cloned.guests == original.spec.recipes[0].guests
+    assert [(t.name, t.guest) for t in clone.recipes[0].tasks] == [
+        ("/h.example/t.git/a", None),
+        ("g", "vm1"),
+    ]

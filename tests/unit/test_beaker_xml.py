@@ -321,13 +321,22 @@ BAD = [
     ("<job colour='red'><recipeSet><recipe/></recipeSet></job>", 1, ["unknown attribute colour"]),
     ("<job>\n<jobsetup/>\n</job>", 2, ["unknown element <jobsetup> in <job>"]),
     ("<job>\n<whiteboard>a</whiteboard>\n<whiteboard>b</whiteboard>\n</job>", 3, ["only one"]),
-    (job("<guestrecipe guestargs=''/>"), 4, ["<guestrecipe> is not supported yet"]),
+    (job("<guestrecipe colour=''/>"), 4, ["unknown attribute colour on <guestrecipe>"]),
+    (
+        job("<guestrecipe>\n<guestrecipe/>\n</guestrecipe>"),
+        5,
+        ["unknown element <guestrecipe> in <guestrecipe>"],
+    ),
+    (job("<guestrecipe>\n<hostRequires force='a'/>\n</guestrecipe>"), 4, ["force= has no use"]),
     (job("<guestname/>"), 4, ["<guestname> is not supported yet"]),
     (job("\n<tasks/>"), 5, ["unknown element <tasks> in <recipe>"]),
     (job("", recipe=" colour='red'"), 3, ["unknown attribute colour on <recipe>"]),
     (job("stray words"), 3, ["unexpected text 'stray words' in <recipe>"]),
     (job("<task/>"), 4, ["<task> needs the attribute name"]),
-    (job("<task name='/a'>\n<fetch url='git://x'/>\n</task>"), 5, ["<fetch> is not supported yet"]),
+    (job("<task name='/a'>\n<fetch url='ftp://x/y'/>\n</task>"), 5, ["scheme must be one of"]),
+    (job("<task>\n<fetch url='git://x/y#../z'/>\n</task>"), 5, ["not a relative path"]),
+    (job("<task>\n<fetch/>\n</task>"), 5, ["<fetch> needs the attribute url"]),
+    (job("<task>\n<fetch url='git://x/y' ref='a'/>\n</task>"), 5, ["unknown attribute ref"]),
     (job("<task name='/a' timeout='5'/>"), 4, ["unknown attribute timeout on <task>"]),
     (
         job(
@@ -431,11 +440,44 @@ def test_validation_errors_point_into_the_xml():
     assert "at most 255 characters" in error.problem
 
 
-def test_errors_from_files_name_the_file():
+def test_errors_from_files_name_the_file(tmp_path):
+    bad = tmp_path / "bad.xml"
+    bad.write_text(job("<task name='/a'/>\n<guestrecipe guestname='g'>\n<fetch/></guestrecipe>"))
     with pytest.raises(InputError) as caught:
-        load_job(DATA / "guestrecipe.xml")
-    assert str(caught.value).startswith(f"{DATA / 'guestrecipe.xml'}:9: ")
-    assert "<guestrecipe> is not supported yet" in str(caught.value)
+        load_job(bad)
+    assert str(caught.value).startswith(f"{bad}:6: ")
+    assert "unknown element <fetch> in <guestrecipe>" in str(caught.value)
+
+
+def test_fetched_tasks_keep_their_url_and_get_a_name_when_they_have_none():
+    spec = parse_beaker(
+        job(
+            "<task name='/kernel/nfs'><fetch url='git://h.example/tests.git?main#kernel/nfs'/>"
+            "<params><param name='P' value='1'/></params></task>"
+            "<task><fetch url='git://h.example/tasks#master' subdir='examples/4'/></task>"
+            "<task><fetch url='https://h.example/a/v1.tar.gz#switch'/></task>"
+        ),
+        source="job.xml",
+    )
+    named, nameless, tarball = spec.recipe_sets[0].recipes[0].tasks
+    assert (named.name, named.params) == ("/kernel/nfs", {"P": "1"})
+    assert named.fetch is not None
+    assert named.fetch.url == "git://h.example/tests.git?main#kernel/nfs"
+    assert nameless.name == "/h.example/tasks/examples/4"
+    assert nameless.fetch is not None
+    assert nameless.fetch.subdir == "examples/4"
+    assert tarball.name == "/h.example/a/v1.tar.gz/switch"
+
+
+def test_a_guest_recipe_belongs_to_its_host_recipe():
+    spec = load_job(DATA / "guestrecipe.xml")
+    (host,) = spec.recipe_sets[0].recipes
+    assert [t.name for t in host.tasks] == ["/distribution/check-install"]
+    (guest,) = host.guests
+    assert (guest.name, guest.args, guest.role) == ("vm1", "--ram=1024", "GUESTS")
+    assert [t.name for t in guest.tasks] == ["/distribution/check-install"]
+    # the guest's own requirements describe the guest: kept, never matched against the pool
+    assert guest.metadata["host_requires"] == {"system_type": "Virtual"}
 
 
 # --- hostRequires against an independent evaluation ------------------------------

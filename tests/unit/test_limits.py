@@ -24,6 +24,12 @@ def _beaker(recipes: int = 1, tasks: int = 1) -> str:
     return f"<job><recipeSet>{recipe * recipes}</recipeSet></job>"
 
 
+def _beaker_guest(tasks: int = 1) -> str:
+    task = '<task name="/distribution/check-install"/>'
+    guest = f'<guestrecipe guestname="vm">{task * (tasks - 1)}</guestrecipe>'
+    return f"<job><recipeSet><recipe>{task}{guest}</recipe></recipeSet></job>"
+
+
 def _teuthology(roles: int = 1) -> str:
     return "roles:\n" + "".join(f"  - [r{i}]\n" for i in range(roles)) + "tasks:\n  - install:\n"
 
@@ -36,6 +42,8 @@ def _teuthology(roles: int = 1) -> str:
         ("native", _native(tasks=4), "tasks_per_recipe", "recipe_sets[0].recipes[0].tasks"),
         ("beaker", _beaker(recipes=3), "recipes_per_set", "recipe_sets[0].recipes"),
         ("beaker", _beaker(tasks=4), "tasks_per_recipe", "recipe_sets[0].recipes[0].tasks"),
+        # a guest's tasks count with its host's
+        ("beaker", _beaker_guest(tasks=4), "tasks_per_recipe", "recipe_sets[0].recipes[0].tasks"),
         ("teuthology", _teuthology(roles=3), "recipes_per_set", "recipe_sets[0].recipes"),
     ],
 )

@@ -82,6 +82,7 @@ def _task_json(task: TaskView) -> dict[str, Any]:
         "started_at": task.started_at,
         "finished_at": task.finished_at,
         "message": task.message,
+        "guest": task.guest,
     }
 
 

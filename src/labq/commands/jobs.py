@@ -176,7 +176,8 @@ def results(ctx: click.Context, job_id: int, as_json: bool) -> None:
             [
                 s["id"],
                 r["id"],
-                r["system"],
+                # a guest recipe's task shows under its host
+                f"{r['system']} › guest {t['guest']}" if t.get("guest") else r["system"],
                 t["name"],
                 t["status"],
                 t["result"],

@@ -13,6 +13,7 @@ from labq.dispatch.backends.ssh import SshBackend, SshError, SshOptions
 from labq.dispatch.environment import check_plan, role_variable, task_environment
 from labq.dispatch.hooks import HookedBackend, HookError, HookSet, render, run_hook
 from labq.dispatch.plan import (
+    GuestPlan,
     PlanError,
     RecipePlan,
     SetPlan,
@@ -34,6 +35,7 @@ __all__ = [
     "WARN_EXIT",
     "Backend",
     "BackendFor",
+    "GuestPlan",
     "HookError",
     "HookSet",
     "HookedBackend",

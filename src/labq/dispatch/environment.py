@@ -12,7 +12,14 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Final
 
-from labq.dispatch.plan import PlanError, RecipePlan, SetPlan, TaskPlan, scalar_text
+from labq.dispatch.plan import (
+    PlanError,
+    RecipePlan,
+    SetPlan,
+    SystemInfo,
+    TaskPlan,
+    scalar_text,
+)
 
 _NAME: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _NOT_IDENT: Final = re.compile(r"[^A-Za-z0-9_]")
@@ -36,6 +43,7 @@ LABQ_NAMES: Final = frozenset(
         "LABQ_REF_COMMIT",
         "LABQ_WORKSPACE",
         "LABQ_LOG_DIR",
+        "LABQ_HOST_FQDN",
     }
 )
 
@@ -49,17 +57,25 @@ def role_variable(role: str) -> str:
 def role_members(plan: SetPlan) -> dict[str, list[str]]:
     """Each role variable and its FQDNs, in recipe order.
 
-    A recipe belongs to its own role and to every role one of its tasks names.
+    A recipe belongs to its own role and to every role one of its tasks names; so does
+    each guest (with its own name), after its host.
     """
     members: dict[str, list[str]] = {}
-    for recipe in plan.recipes:
-        roles = [recipe.role, *(t.role for t in recipe.tasks)]
-        for role in roles:
+    places = [
+        (system, role, tasks)
+        for recipe in plan.recipes
+        for system, role, tasks in [
+            (recipe.system, recipe.role, recipe.tasks),
+            *((g.system, g.role, g.tasks) for g in recipe.guests),
+        ]
+    ]
+    for system, own, tasks in places:
+        for role in [own, *(t.role for t in tasks)]:
             if not role:
                 continue
             fqdns = members.setdefault(role_variable(role), [])
-            if recipe.system.fqdn not in fqdns:
-                fqdns.append(recipe.system.fqdn)
+            if system.fqdn not in fqdns:
+                fqdns.append(system.fqdn)
     return members
 
 
@@ -100,8 +116,16 @@ def check_plan(plan: SetPlan) -> None:
             raise PlanError(f"extra variable {name!r} would override a role variable")
         if "\0" in value:
             raise PlanError(f"extra variable {name!r} contains a NUL character")
+    hosts = [r.system.fqdn for r in plan.recipes]
+    guests = [g.system.fqdn for r in plan.recipes for g in r.guests]
+    for name in hosts:
+        if hosts.count(name) > 1:
+            raise PlanError(f"system {name} is given to two recipes")
+    for name in guests:
+        if (hosts + guests).count(name) > 1:
+            raise PlanError(f"guest {name} has the name of another system or guest of the set")
     for recipe in plan.recipes:
-        for task in recipe.tasks:
+        for task in (*recipe.tasks, *(t for g in recipe.guests for t in g.tasks)):
             where = f"task {task.id} ({task.name}) of recipe {recipe.id}"
             try:
                 check_names(task.params, what="parameter", taken=[*roles, *plan.env])
@@ -126,8 +150,17 @@ def task_environment(
     recipe: RecipePlan,
     task: TaskPlan,
     roles: Mapping[str, list[str]] | None = None,
+    *,
+    system: SystemInfo | None = None,
+    role: str | None = None,
 ) -> dict[str, str]:
-    """The variables labq gives one task (the backend adds the workspace's own)."""
+    """The variables labq gives one task (the backend adds the workspace's own).
+
+    ``system`` and ``role`` are where it runs when that is not the recipe's own
+    system: a guest of it (``LABQ_HOST_FQDN`` then names the host).
+    """
+    system = system or recipe.system
+    role = role if system is not recipe.system else recipe.role
     roles = role_members(plan) if roles is None else roles
     env = {k: scalar_text(v) for k, v in task.params.items()}
     env.update(plan.env)
@@ -138,12 +171,14 @@ def task_environment(
         LABQ_RECIPE_ID=str(recipe.id),
         LABQ_TASK_ID=str(task.id),
         LABQ_TASK_NAME=task.name,
-        LABQ_ROLE=task.role or recipe.role or "",
+        LABQ_ROLE=task.role or role or "",
         LABQ_ROLES=" ".join(roles),
-        LABQ_FQDN=recipe.system.fqdn,
-        LABQ_LAB=recipe.system.lab,
-        LABQ_ARCH=recipe.system.arch,
+        LABQ_FQDN=system.fqdn,
+        LABQ_LAB=system.lab,
+        LABQ_ARCH=system.arch,
     )
+    if system.guest_of is not None:
+        env["LABQ_HOST_FQDN"] = system.guest_of
     if plan.ref_commit:
         env["LABQ_REF_COMMIT"] = plan.ref_commit
     return env

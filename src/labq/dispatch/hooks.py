@@ -1,11 +1,15 @@
-"""Per-lab command hooks: power on/off, reimage and clean-up, around any backend.
+"""Per-lab command hooks: power on/off, reimage, clean-up and guests, around any backend.
 
 A hook is a command template such as ``ipmitool -H {attr_bmc} chassis power on``.
 It is split into arguments with :func:`shlex.split` *first*, then each argument
 is filled in on its own, and the result runs without a shell: a value holding
 ``; rm -rf /`` stays one harmless argument. Placeholders: ``{fqdn}``, ``{lab}``,
 ``{arch}`` and ``{attr_<name>}`` (a system attribute); ``{{`` and ``}}`` are
-literal braces.
+literal braces. The guest hooks (``guest_create``, ``guest_destroy``) also know
+``{guestname}``, ``{hostfqdn}`` and ``{guestargs}``; an argument that is
+exactly ``{guestargs}`` becomes the guest recipe's ``guestargs`` split as a
+shell would split them (never interpreted), so ``virt-install {guestargs}``
+gets ``--ram=1024 --vcpus=2`` as two arguments.
 """
 
 from __future__ import annotations
@@ -25,8 +29,17 @@ from labq.dispatch.plan import SystemInfo, Workspace, scalar_text
 from labq.dispatch.procs import DEFAULT_GRACE, Outcome, StartError, run_process
 from labq.errors import LabqError
 
-HookName = Literal["power_on", "power_off", "reimage", "cleanup"]
-HOOK_NAMES: Final[tuple[HookName, ...]] = ("power_on", "power_off", "reimage", "cleanup")
+HookName = Literal["power_on", "power_off", "reimage", "cleanup", "guest_create", "guest_destroy"]
+HOOK_NAMES: Final[tuple[HookName, ...]] = (
+    "power_on",
+    "power_off",
+    "reimage",
+    "cleanup",
+    "guest_create",
+    "guest_destroy",
+)
+_GUEST_HOOKS: Final = frozenset({"guest_create", "guest_destroy"})
+_GUEST_PLAIN: Final = frozenset({"guestname", "guestargs", "hostfqdn"})
 DEFAULT_HOOK_TIMEOUT: Final = 1800.0
 _TOKEN: Final = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
 _PLAIN: Final = frozenset({"fqdn", "lab", "arch"})
@@ -54,6 +67,10 @@ class HookTemplates(Protocol):
     def reimage(self) -> str | None: ...
     @property
     def cleanup(self) -> str | None: ...
+    @property
+    def guest_create(self) -> str | None: ...
+    @property
+    def guest_destroy(self) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -65,6 +82,8 @@ class HookSet:
     reimage: str | None = None
     cleanup: str | None = None
     timeout: float = DEFAULT_HOOK_TIMEOUT
+    guest_create: str | None = None
+    guest_destroy: str | None = None
 
     def __post_init__(self) -> None:
         for name in HOOK_NAMES:
@@ -75,7 +94,15 @@ class HookSet:
     @classmethod
     def from_settings(cls, hooks: HookTemplates, timeout: float = DEFAULT_HOOK_TIMEOUT) -> HookSet:
         """The hooks of a lab's settings."""
-        return cls(hooks.power_on, hooks.power_off, hooks.reimage, hooks.cleanup, timeout)
+        return cls(
+            hooks.power_on,
+            hooks.power_off,
+            hooks.reimage,
+            hooks.cleanup,
+            timeout,
+            hooks.guest_create,
+            hooks.guest_destroy,
+        )
 
     def template(self, name: HookName) -> str | None:
         """The template of one hook."""
@@ -98,12 +125,15 @@ def check_template(hook: str, template: str) -> list[str]:
                 continue
             if name is None:
                 raise HookError(hook, "any system", f"has an unpaired brace in {arg!r}")
+            if name in _GUEST_PLAIN and hook in _GUEST_HOOKS:
+                continue
             if name not in _PLAIN and not _ATTR.match(name):
+                guest = ", {guestname}, {guestargs}, {hostfqdn}" if hook in _GUEST_HOOKS else ""
                 raise HookError(
                     hook,
                     "any system",
                     f"has an unknown placeholder {{{name}}} "
-                    "(known: {fqdn}, {lab}, {arch}, {attr_<name>})",
+                    f"(known: {{fqdn}}, {{lab}}, {{arch}}, {{attr_<name>}}{guest})",
                 )
     return args
 
@@ -119,6 +149,8 @@ def render(hook: str, template: str, system: SystemInfo) -> list[str]:
         if name in _PLAIN:
             plain: str = getattr(system, name)
             return plain
+        if name in _GUEST_PLAIN:
+            return _guest_value(system, name)
         attr = _ATTR.match(name)
         assert attr is not None  # check_template saw to it
         key = attr.group(1)
@@ -126,7 +158,21 @@ def render(hook: str, template: str, system: SystemInfo) -> list[str]:
             raise HookError(hook, system.fqdn, f"needs attribute {key!r}, which the system lacks")
         return scalar_text(system.attributes[key])
 
-    return [_TOKEN.sub(value, arg) for arg in args]
+    out: list[str] = []
+    for arg in args:
+        if arg == "{guestargs}":  # the guest's own arguments, as several
+            out.extend(shlex.split(system.guest_args or ""))
+        else:
+            out.append(_TOKEN.sub(value, arg))
+    return out
+
+
+def _guest_value(system: SystemInfo, name: str) -> str:
+    if name == "guestname":
+        return system.fqdn
+    if name == "hostfqdn":
+        return system.guest_of or ""
+    return system.guest_args or ""
 
 
 def run_hook(
@@ -143,6 +189,8 @@ def run_hook(
     argv = render(hook, template, system)
     env = base_environment()
     env.update(LABQ_HOOK=hook, LABQ_FQDN=system.fqdn, LABQ_LAB=system.lab, LABQ_ARCH=system.arch)
+    if system.guest_of is not None:
+        env.update(LABQ_HOST_FQDN=system.guest_of, LABQ_GUEST_ARGS=system.guest_args or "")
     with MaskedLog(log_path) as log:
         log.line(f"== {stamp()} hook {hook} for {system.fqdn}: {shlex.join(argv)}")
         try:
@@ -207,10 +255,17 @@ class HookedBackend:
     def provision(
         self, system: SystemInfo, workspace: Workspace, *, cancel_event: threading.Event
     ) -> None:
-        """Power on, reimage, then let the backend lay out the workspace."""
-        self._hook("power_on", system, workspace.log_dir, cancel_event)
-        self._hook("reimage", system, workspace.log_dir, cancel_event)
+        """Power on, reimage (a guest: create it), then let the backend lay out the workspace."""
+        if system.guest_of is not None:
+            self._hook("guest_create", system, workspace.log_dir, cancel_event)
+        else:
+            self._hook("power_on", system, workspace.log_dir, cancel_event)
+            self._hook("reimage", system, workspace.log_dir, cancel_event)
         self.inner.provision(system, workspace, cancel_event=cancel_event)
+
+    def put_task(self, system: SystemInfo, source: Path, relpath: str) -> None:
+        """As the backend does."""
+        self.inner.put_task(system, source, relpath)
 
     def locate_task(self, system: SystemInfo, relpath: str) -> str | None:
         """As the backend does."""
@@ -245,9 +300,10 @@ class HookedBackend:
         self.inner.collect_logs(system, dest)
 
     def cleanup(self, system: SystemInfo, *, log_dir: Path) -> None:
-        """The ``cleanup`` hook, then the backend's own clean-up (even if the hook failed)."""
+        """The ``cleanup`` hook (a guest: ``guest_destroy``), then the backend's own clean-up
+        (even if the hook failed)."""
         try:
-            self._hook("cleanup", system, log_dir)
+            self._hook("guest_destroy" if system.guest_of else "cleanup", system, log_dir)
         finally:
             self.inner.cleanup(system, log_dir=log_dir)
 

@@ -33,6 +33,8 @@ class SystemInfo:
     arch: str = "x86_64"
     attributes: Mapping[str, Scalar] = field(default_factory=dict)
     address: str | None = None  # where to connect (ssh); the fqdn when None
+    guest_of: str | None = None  # a guest: the fqdn of the system that provides it
+    guest_args: str | None = None  # a guest: how to make it (Beaker guestargs)
 
     @property
     def host(self) -> str:
@@ -51,16 +53,31 @@ class TaskPlan:
     timeout: float | None = None
     role: str | None = None
     step: int | None = None  # its place in the set's one ordered task list (steps.py)
+    fetch_url: str | None = None  # fetched at run time into the workspace (restraint's way)
+    fetch_subdir: str | None = None
+
+
+@dataclass(frozen=True)
+class GuestPlan:
+    """A guest recipe: its tasks run, in order, on a guest of its host recipe's system.
+
+    ``system`` describes the guest (its ``guest_of`` is the host's fqdn).
+    """
+
+    system: SystemInfo
+    tasks: tuple[TaskPlan, ...] = ()
+    role: str | None = None
 
 
 @dataclass(frozen=True)
 class RecipePlan:
-    """The tasks to run, in order, on one system."""
+    """The tasks to run, in order, on one system, and the guests it provides."""
 
     id: int
     system: SystemInfo
     tasks: tuple[TaskPlan, ...] = ()
     role: str | None = None
+    guests: tuple[GuestPlan, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import shlex
 import threading
 import time
 from collections.abc import Callable
@@ -26,7 +27,13 @@ from pathlib import Path
 from typing import Final
 
 from labq.dispatch.backends import Backend
-from labq.dispatch.environment import check_plan, role_members, task_environment
+from labq.dispatch.environment import (
+    check_names,
+    check_plan,
+    role_members,
+    task_environment,
+)
+from labq.dispatch.fetch import FetchError, FetchOptions, fetch_task
 from labq.dispatch.logs import (
     MaskedLog,
     mask_tree,
@@ -36,6 +43,7 @@ from labq.dispatch.logs import (
     task_log_name,
 )
 from labq.dispatch.plan import (
+    GuestPlan,
     PlanError,
     RecipePlan,
     SetPlan,
@@ -54,12 +62,14 @@ from labq.dispatch.results import (
     recipe_result,
 )
 from labq.dispatch.steps import StepGate
+from labq.dispatch.taskdir import MAX_TIME_PARAMS, TaskDirError, parse_time, read_task_dir
 from labq.dispatch.workspace import cached_checkout
 from labq.domain.locktable import Outcome
 from labq.domain.states import RecipeState, Result
 
 BackendFor = Callable[[SystemInfo], Backend]
 _TICK: Final = 0.05
+FETCHED_DIR: Final = "fetched"  # fetched tasks go to <workspace>/fetched/<task id>
 LOCK_POLL: Final = 1.0  # seconds between asks while the set waits for its locks
 
 
@@ -72,11 +82,33 @@ class StopKind(enum.Enum):
     LOST = "lost"  # the set is no longer ours: end the tasks, touch and report nothing more
 
 
+@dataclass(frozen=True)
+class _Place:
+    """Where a task runs: a recipe's system or one of its guests."""
+
+    system: SystemInfo
+    log_dir: Path
+    role: str | None
+    guest: GuestPlan | None = None
+
+
+@dataclass
+class _Guest:
+    plan: GuestPlan
+    log_dir: Path
+    made: bool = False  # guest_create began: destroy it at the end
+
+    @property
+    def place(self) -> _Place:
+        return _Place(self.plan.system, self.log_dir, self.plan.role, self.plan)
+
+
 @dataclass
 class _Recipe:
     plan: RecipePlan
     backend: Backend | None  # None: the set never started
     log_dir: Path
+    guests: list[_Guest] = field(default_factory=list)
     touched: bool = False  # provisioning began, so there is something to archive and clean
     tasks: list[TaskOutcome] = field(default_factory=list)
     reason: str | None = None  # why this recipe itself aborted
@@ -88,6 +120,10 @@ class _Recipe:
     @property
     def label(self) -> str:
         return f"recipe {self.plan.id} on {self.plan.system.fqdn}"
+
+    @property
+    def place(self) -> _Place:
+        return _Place(self.plan.system, self.log_dir, self.plan.role)
 
 
 def run_set(
@@ -101,6 +137,7 @@ def run_set(
     cancel: threading.Event | None = None,
     lost: threading.Event | None = None,
     take_locks: Callable[[], Outcome] | None = None,
+    fetch: FetchOptions | None = None,
 ) -> SetOutcome:
     """Run a recipe set to its end and say how it ended; see the module docstring.
 
@@ -108,6 +145,8 @@ def run_set(
     does, but the recipes end ``cancelled``. ``lost``, when set, means the set is
     someone else's now: its tasks are ended at once, and nothing is archived,
     cleaned up or reported after that (the systems may be another set's already).
+    ``fetch`` says how fetched tasks are downloaded (default: cached under
+    ``<data_dir>/fetched``, no URL rewrites).
     Never raises for a bad plan, an unreachable system or a failing hook: those
     abort recipes, with the reason.
     """
@@ -116,6 +155,7 @@ def run_set(
     run = _SetRun(plan, backend_for, data_dir, reporter, heartbeat_every, clock, cancel)
     run.take_locks = take_locks
     run.lost = lost
+    run.fetch = fetch or FetchOptions(data_dir / "fetched")
     return run.execute()
 
 
@@ -150,6 +190,7 @@ class _SetRun:
         self.take_locks: Callable[[], Outcome] | None = None
         self.lost: threading.Event | None = None
         self.steps = StepGate({})
+        self.fetch = FetchOptions(data_dir / "fetched")
 
     # -- the phases ---------------------------------------------------------
 
@@ -200,7 +241,11 @@ class _SetRun:
                 seen.add(fqdn)
                 log_dir = system_log_dir(self.data_dir, self.plan.id, fqdn)
                 log_dir.mkdir(parents=True, exist_ok=True)
-                self.recipes.append(_Recipe(recipe, self.backend_for(recipe.system), log_dir))
+                guests = [_Guest(g, log_dir / "guests" / g.system.fqdn) for g in recipe.guests]
+                for g in guests:
+                    g.log_dir.mkdir(parents=True, exist_ok=True)
+                backend = self.backend_for(recipe.system)
+                self.recipes.append(_Recipe(recipe, backend, log_dir, guests))
         except Exception as exc:
             self._abort_unstarted(f"cannot run this set: {exc}")
             return False
@@ -338,35 +383,101 @@ class _SetRun:
                 return
             r.reason = f"provisioning failed: {exc}"
             self._request_stop(StopKind.ABORT, f"{r.label}: {r.reason}")
+            return
+        for g in r.guests:
+            if not self._make_guest(r, g):
+                return
+
+    def _make_guest(self, r: _Recipe, g: _Guest) -> bool:
+        """Create one guest of a provisioned system (the lab's guest hook); False: stop."""
+        assert r.backend is not None
+        if self.stop.is_set():
+            return False
+        name = g.plan.system.fqdn
+        self.reporter.log(f"{r.label}: creating guest {name}")
+        g.made = True
+        workspace = Workspace(g.log_dir, self.workspace_dir, self.plan.ref_commit)
+        try:
+            r.backend.provision(g.plan.system, workspace, cancel_event=self.stop)
+        except Exception as exc:
+            if self.stop.is_set():
+                self.reporter.log(f"{r.label}: creating guest {name} stopped: {exc}")
+                return False
+            r.reason = f"guest {name} could not be created: {exc}"
+            self._request_stop(StopKind.ABORT, f"{r.label}: {r.reason}")
+            return False
+        return True
 
     def _run_recipe(self, r: _Recipe) -> None:
+        """The recipe's tasks, and each guest's at the same time (the guests exist now)."""
         assert r.backend is not None
         self.reporter.recipe_state(r.plan.id, RecipeState.RUNNING)
         roles = role_members(self.plan)
+        done: list[bool] = []
+
+        def guest(g: _Guest) -> None:
+            # as _guarded does for a recipe: an internal error aborts, never vanishes
+            self._guarded(
+                lambda _r: done.append(self._run_tasks(r, g.place, g.plan.tasks, roles)), r
+            )
+
+        threads = [
+            threading.Thread(
+                target=guest, args=(g,), name=f"guest-{r.plan.id}-{g.plan.system.fqdn}", daemon=True
+            )
+            for g in r.guests
+        ]
+        for t in threads:
+            t.start()
         try:
-            for task in r.plan.tasks:
-                if self.stop.is_set() or not self.steps.wait(task.step, self.stop):
-                    return
-                outcome, abort = self._run_task(r, task, roles)
-                r.tasks.append(outcome)
-                if abort is not None:
-                    r.reason = abort
-                    self._request_stop(StopKind.ABORT, f"{r.label}: {abort}")
-                    return  # the set stops before leave() lets a partner's next step go
-                if outcome.stopped:
-                    return
-                self.steps.done(r.plan.id, task.step)
-            r.finished = True
+            own = self._run_tasks(r, r.place, r.plan.tasks, roles, stepped=True)
         finally:
             self.steps.leave(r.plan.id)  # its partners must not wait for steps it will not run
+        for t in threads:
+            t.join()
+        r.finished = own and len(done) == len(threads) and all(done)
+
+    def _run_tasks(
+        self,
+        r: _Recipe,
+        place: _Place,
+        tasks: tuple[TaskPlan, ...],
+        roles: dict[str, list[str]],
+        *,
+        stepped: bool = False,
+    ) -> bool:
+        """Run tasks in order at one place; True when every one ran to its end.
+
+        ``stepped``: the recipe's own tasks, each waiting for its step of the set's one
+        ordered task list (a guest's tasks have no steps)."""
+        for task in tasks:
+            if self.stop.is_set():
+                return False
+            if stepped and not self.steps.wait(task.step, self.stop):
+                return False
+            outcome, abort = self._run_task(r, task, roles, place)
+            r.tasks.append(outcome)
+            if abort is not None:
+                with self._stop_lock:
+                    if r.reason is None:
+                        r.reason = abort
+                self._request_stop(StopKind.ABORT, f"{r.label}: {abort}")
+                return False  # the set stops before leave() lets a partner's next step go
+            if outcome.stopped:
+                return False
+            if stepped:
+                self.steps.done(r.plan.id, task.step)
+        return True
 
     def _run_task(
-        self, r: _Recipe, task: TaskPlan, roles: dict[str, list[str]]
+        self, r: _Recipe, task: TaskPlan, roles: dict[str, list[str]], place: _Place
     ) -> tuple[TaskOutcome, str | None]:
         """Run one task; the outcome, and the reason to abort the recipe if it must."""
         assert r.backend is not None
-        log_path = r.log_dir / task_log_name(task.id, self.reporter.mask(task.name))
+        log_path = place.log_dir / task_log_name(task.id, self.reporter.mask(task.name))
         what = f"task {task.id} ({task.name})"
+        if place.guest is not None:
+            what += f" on guest {place.system.fqdn}"
         self.reporter.task_started(task.id)
         start = self.clock()
 
@@ -379,14 +490,28 @@ class _SetRun:
             )
 
         with MaskedLog(log_path, self.plan.secrets) as log:
-            shown = task.command if task.command is not None else f"named task {task.name}"
-            log.line(f"== {stamp()} {what} on {r.plan.system.fqdn}: {shown}")
+            if task.command is not None:
+                shown = task.command
+            elif task.fetch_url is not None:
+                shown = f"fetched task {task.name} from {task.fetch_url}"
+            else:
+                shown = f"named task {task.name}"
+            log.line(f"== {stamp()} {what} on {place.system.fqdn}: {shown}")
         command: list[str] | str
+        cwd: str | None = None
+        timeout = task.timeout
         try:
-            env = task_environment(self.plan, r.plan, task, roles)
-            if task.command is None:
+            env = task_environment(
+                self.plan, r.plan, task, roles, system=place.system, role=place.role
+            )
+            if task.fetch_url is not None:
+                try:
+                    command, cwd, timeout = self._fetched(r, task, place, env, log_path)
+                except (FetchError, TaskDirError) as exc:
+                    return done(Result.FAIL, None, str(exc)), f"{what}: {exc}"
+            elif task.command is None:
                 rel = task_path(task.name)
-                found = r.backend.locate_task(r.plan.system, str(rel))
+                found = r.backend.locate_task(place.system, str(rel))
                 if found is None:
                     return done(
                         Result.WARN, None, f"no command and no {rel} in the workspace"
@@ -395,11 +520,11 @@ class _SetRun:
             else:
                 command = task.command
             outcome = r.backend.run(
-                r.plan.system,
+                place.system,
                 command,
                 env=env,
-                cwd=None,
-                timeout=task.timeout,
+                cwd=cwd,
+                timeout=timeout,
                 log_path=log_path,
                 cancel_event=self.stop,
                 secrets=self.plan.secrets,
@@ -410,9 +535,9 @@ class _SetRun:
             message = f"could not run: {exc}"
             return done(Result.FAIL, None, message), f"{what} {message}"
         if outcome.timed_out:
-            assert task.timeout is not None
-            message = f"timed out after {task.timeout:g} s; its processes were killed"
-            abort = f"{what} exceeded its timeout of {task.timeout:g} s"
+            assert timeout is not None
+            message = f"timed out after {timeout:g} s; its processes were killed"
+            abort = f"{what} exceeded its timeout of {timeout:g} s"
             return done(Result.FAIL, outcome.exit_code, message, timed_out=True), abort
         if outcome.cancelled:
             if self.stop_kind is StopKind.CANCEL:
@@ -422,7 +547,41 @@ class _SetRun:
         result, message = judge_exit(outcome.exit_code)
         return done(result, outcome.exit_code, message), None
 
+    def _fetched(
+        self, r: _Recipe, task: TaskPlan, place: _Place, env: dict[str, str], log_path: Path
+    ) -> tuple[list[str], str, float | None]:
+        """Fetch a task into the workspace: its command, directory and timeout (the job's,
+        else a RSTRNT_MAX_TIME parameter's, else its metadata's max_time)."""
+        assert r.backend is not None
+        assert task.fetch_url is not None
+        fetched = fetch_task(task.fetch_url, task.fetch_subdir, self.fetch)
+        how = read_task_dir(fetched.directory)
+        rel = f"{FETCHED_DIR}/{task.id}"
+        r.backend.put_task(place.system, fetched.directory, rel)
+        taken = [*role_members(self.plan), *self.plan.env]
+        check_names(how.environment, what="metadata environment variable", taken=taken)
+        env.update({k: v for k, v in how.environment.items() if k not in task.params})
+        env.setdefault("TEST", how.name or task.name)
+        env.setdefault("RSTRNT_TASKNAME", how.name or task.name)
+        timeout = task.timeout
+        override = next((str(task.params[p]) for p in MAX_TIME_PARAMS if p in task.params), None)
+        if timeout is None and override is not None:
+            timeout = parse_time(override)
+        if timeout is None:
+            timeout = how.max_time
+        with MaskedLog(log_path, self.plan.secrets) as log:
+            commit = f" at commit {fetched.commit}" if fetched.commit else ""
+            log.line(f"== fetched from {fetched.url}{commit} into $LABQ_WORKSPACE/{rel}")
+            if how.name and how.name != task.name:
+                log.line(f"== the task calls itself {how.name} (its metadata)")
+            if how.dependencies:
+                log.line(f"== dependencies (not installed by labq): {' '.join(how.dependencies)}")
+            limit = "none" if timeout is None else f"{timeout:g} s"
+            log.line(f"== running {shlex.join(how.command)} (timeout {limit})")
+        return list(how.command), rel, timeout
+
     def _archive(self, r: _Recipe) -> None:
+        """Collect the system's logs, and each guest's, then destroy the guests."""
         assert r.backend is not None
         try:
             r.backend.collect_logs(r.plan.system, r.log_dir / "collected")
@@ -430,6 +589,25 @@ class _SetRun:
         except Exception as exc:
             r.logs_error = f"collecting logs failed: {exc}"
             self.reporter.log(f"{r.label}: {r.logs_error}")
+        for g in r.guests:
+            if g.made:
+                self._end_guest(r, g)
+
+    def _end_guest(self, r: _Recipe, g: _Guest) -> None:
+        assert r.backend is not None
+        name = g.plan.system.fqdn
+        try:
+            r.backend.collect_logs(g.plan.system, g.log_dir / "collected")
+            mask_tree(g.log_dir / "collected", self.plan.secrets)
+        except Exception as exc:
+            r.logs_error = f"collecting the logs of guest {name} failed: {exc}"
+            self.reporter.log(f"{r.label}: {r.logs_error}")
+        self.reporter.log(f"{r.label}: destroying guest {name}")
+        try:
+            r.backend.cleanup(g.plan.system, log_dir=g.log_dir)
+        except Exception as exc:
+            r.cleanup_error = f"destroying guest {name} failed: {exc}"
+            self.reporter.log(f"{r.label}: {r.cleanup_error}")
 
     def _cleanup(self, r: _Recipe) -> None:
         assert r.backend is not None

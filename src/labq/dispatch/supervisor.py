@@ -52,16 +52,18 @@ from labq.dispatch.backends import Backend
 from labq.dispatch.backends.local import LocalBackend
 from labq.dispatch.backends.ssh import SshBackend, SshOptions
 from labq.dispatch.database_reporter import DatabaseReporter, utc_now
-from labq.dispatch.hooks import HookedBackend, HookSet
+from labq.dispatch.fetch import FetchOptions
+from labq.dispatch.hooks import HOOK_NAMES, HookedBackend, HookSet
 from labq.dispatch.identity import DYNAMIC, DynamicUsers, TaskUser, fixed_user, parse_range
 from labq.dispatch.logs import set_log_dir
-from labq.dispatch.plan import RecipePlan, SetPlan, SystemInfo, TaskPlan
+from labq.dispatch.plan import GuestPlan, RecipePlan, SetPlan, SystemInfo, TaskPlan
 from labq.dispatch.results import SetOutcome
 from labq.dispatch.runner import BackendFor, run_set
+from labq.domain.job import TaskSpec
 from labq.domain.states import RecipeState
 from labq.errors import ClaimLost, LabqError
 from labq.store import Repository, default_url, make_engine, reading, transaction
-from labq.store.views import RecipeSetView
+from labq.store.views import RecipeSetView, TaskView
 
 EXIT_RAN = 0
 EXIT_COULD_NOT_RUN = 1
@@ -93,20 +95,33 @@ def load_plan(repo: Repository, set_id: int) -> SetPlan:
             attributes=dict(system.attributes),
             address=address if isinstance(address, str) else None,
         )
-        steps = task_steps(spec.metadata, len(spec.tasks))
-        tasks = tuple(
-            TaskPlan(
-                id=stored.id,
-                name=task.name,
-                command=task.run,
-                params=dict(task.params),
-                timeout=None if task.timeout is None else float(task.timeout),
-                role=task.role,
-                step=step,
-            )
-            for stored, task, step in zip(recipe.tasks, spec.tasks, steps, strict=True)
+        # the guests' tasks are task rows of their host recipe, after its own
+        specs = [*spec.tasks, *(t for g in spec.guests for t in g.tasks)]
+        steps = [
+            *task_steps(spec.metadata, len(spec.tasks)),
+            *[None] * (len(specs) - len(spec.tasks)),
+        ]
+        plans = iter(
+            [_task_plan(v, t, n) for v, t, n in zip(recipe.tasks, specs, steps, strict=True)]
         )
-        recipes.append(RecipePlan(id=recipe.id, system=info, tasks=tasks, role=spec.role))
+        tasks = tuple(next(plans) for _ in spec.tasks)
+        guests = tuple(
+            GuestPlan(
+                system=dataclasses.replace(
+                    info,
+                    fqdn=guest.name or f"guest{n}.{info.fqdn}",
+                    address=None,
+                    guest_of=info.fqdn,
+                    guest_args=guest.args,
+                ),
+                tasks=tuple(next(plans) for _ in guest.tasks),
+                role=guest.role,
+            )
+            for n, guest in enumerate(spec.guests, start=1)
+        )
+        recipes.append(
+            RecipePlan(id=recipe.id, system=info, tasks=tasks, role=spec.role, guests=guests)
+        )
     ref = job.spec.ref
     return SetPlan(
         id=view.id,
@@ -129,6 +144,20 @@ def task_steps(metadata: Mapping[str, Any], count: int) -> list[int | None]:
     ):
         return list(steps)
     return [None] * count
+
+
+def _task_plan(stored: TaskView, task: TaskSpec, step: int | None) -> TaskPlan:
+    return TaskPlan(
+        id=stored.id,
+        name=task.name,
+        command=task.run,
+        params=dict(task.params),
+        timeout=None if task.timeout is None else float(task.timeout),
+        role=task.role,
+        step=step,
+        fetch_url=None if task.fetch is None else task.fetch.url,
+        fetch_subdir=None if task.fetch is None else task.fetch.subdir,
+    )
 
 
 def _check_runnable(view: RecipeSetView) -> None:
@@ -164,7 +193,7 @@ def backends(
         else:
             backend = LocalBackend(data_dir, user=_task_user(config.local, data_dir, set_id, users))
         hooks = config.hooks
-        if any((hooks.power_on, hooks.power_off, hooks.reimage, hooks.cleanup)):
+        if any(getattr(hooks, name) for name in HOOK_NAMES):
             backend = HookedBackend(backend, HookSet.from_settings(hooks))
         made[lab] = backend
 
@@ -277,8 +306,18 @@ def _run(
         cancel=cancel,
         lost=lost,
         take_locks=declared_locks(engine, set_id, claim),
+        fetch=fetch_options(settings, data_dir, {r.system.lab for r in plan.recipes}),
     )
     return None if lost.is_set() else outcome
+
+
+def fetch_options(settings: Settings, data_dir: Path, labs: set[str]) -> FetchOptions:
+    """How this set fetches tasks: the cache, the rewrites, whether job file:// URLs may
+    be read (not by default where tasks run as another user than the server's)."""
+    allowed = settings.fetch.file_urls
+    if allowed is None:
+        allowed = all(settings.lab(lab).local.run_as is None for lab in labs)
+    return FetchOptions(data_dir / "fetched", dict(settings.fetch.rewrite), allowed)
 
 
 def read_secrets(stream: IO[str]) -> dict[str, object]:

@@ -101,6 +101,22 @@ def resolve_ref(repo: str, branch: str, *, timeout: float = LS_REMOTE_TIMEOUT) -
     raise RefError(f"branch {branch!r} does not exist in {repo}")
 
 
+def resolve_head(repo: str, *, timeout: float = LS_REMOTE_TIMEOUT) -> str:
+    """The commit ``repo``'s default branch (its ``HEAD``) points at now."""
+    _check_repo(repo)
+    try:
+        out = _git(["ls-remote", "--exit-code", repo, "HEAD"], timeout=timeout)
+    except _GitFailedError as exc:
+        if exc.code == 2:
+            raise RefError(f"{repo} has no HEAD (an empty repository?)") from None
+        raise RefError(f"cannot read repository {repo}: {exc}") from None
+    for line in out.splitlines():
+        oid, _, ref = line.partition("\t")
+        if ref == "HEAD" and _COMMIT.match(oid):
+            return oid
+    raise RefError(f"{repo} has no HEAD (an empty repository?)")
+
+
 def checkout(repo: str, commit: str, dest: Path, *, timeout: float = CHECKOUT_TIMEOUT) -> str:
     """Fetch exactly ``commit`` from ``repo`` into the new directory ``dest``; its full id.
 

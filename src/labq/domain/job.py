@@ -16,10 +16,11 @@ from pydantic import (
     Field,
     PlainSerializer,
     WithJsonSchema,
+    model_validator,
 )
 from pydantic_core import PydanticCustomError
 
-from labq.domain import dependencies, filters, requirements
+from labq.domain import dependencies, fetch, filters, requirements
 from labq.domain import locks as lockdecl
 from labq.domain.priority import Priority
 from labq.domain.requirements import Requirement
@@ -27,6 +28,8 @@ from labq.domain.requirements import Requirement
 MAX_NAME: Final = 255
 MAX_COMMAND: Final = 64 * 1024
 MAX_SECONDS: Final = 10 * 365 * 24 * 3600  # ten years; also fits an integer column
+# a recipe metadata key the store keeps for itself (fetches and guests, see store/packing.py)
+RESERVED_METADATA: Final = "labq:stored"
 
 
 def _read_priority(value: object) -> Priority:
@@ -115,14 +118,64 @@ class Spec(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=False, frozen=True, str_strip_whitespace=False)
 
 
+class FetchSpec(Spec):
+    """Where a task is downloaded from at run time (restraint's ``<fetch>``)."""
+
+    url: Annotated[str, Field(min_length=1, max_length=4096)]
+    subdir: Annotated[str, Field(min_length=1, max_length=4096)] | None = None
+
+    @model_validator(mode="after")
+    def _usable(self) -> FetchSpec:
+        try:
+            fetch.parse_source(self.url, self.subdir)
+        except fetch.SourceError as exc:
+            raise PydanticCustomError("fetch", "{problem}", {"problem": str(exc)}) from None
+        return self
+
+
 class TaskSpec(Spec):
-    """One step of a recipe: a shell command, or a named task from the workspace."""
+    """One step of a recipe: a shell command, a named task from the workspace, or a task
+    fetched at run time (whose name, when none is given, is made from its URL)."""
 
     name: Name
     run: Annotated[str, Field(min_length=1, max_length=MAX_COMMAND)] | None = None
+    fetch: FetchSpec | None = None
     params: dict[Name, ParamValue] = Field(default_factory=dict)
     timeout: Annotated[int, Field(gt=0, le=MAX_SECONDS)] | None = None
     role: Name | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _name_from_fetch(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("name") is None:
+            source = data.get("fetch")
+            if isinstance(source, dict) and isinstance(source.get("url"), str):
+                subdir = source.get("subdir")
+                named = fetch.task_name(source["url"], subdir if isinstance(subdir, str) else None)
+                return {**data, "name": named}
+        return data
+
+    @model_validator(mode="after")
+    def _one_way_to_run(self) -> TaskSpec:
+        if self.run is not None and self.fetch is not None:
+            raise PydanticCustomError(
+                "task", "a task has either run or fetch, not both", {"path": "run"}
+            )
+        return self
+
+
+class GuestSpec(Spec):
+    """A guest recipe: runs on a guest its host recipe's system provides, never on a pool
+    system (Beaker's ``<guestrecipe>``)."""
+
+    name: Name | None = Field(default=None, description="the guest's name (Beaker guestname)")
+    args: Annotated[str, Field(max_length=MAX_COMMAND)] | None = Field(
+        default=None, description="how to make the guest (Beaker guestargs), for the guest hook"
+    )
+    role: Name | None = None
+    tasks: list[TaskSpec] = Field(default_factory=list)
+    whiteboard: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
 
 
 class RecipeSpec(Spec):
@@ -135,8 +188,23 @@ class RecipeSpec(Spec):
     )
     exclude: list[Name] = Field(default_factory=list)
     tasks: list[TaskSpec] = Field(default_factory=list)
+    guests: list[GuestSpec] = Field(default_factory=list)
     whiteboard: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _guest_names(self) -> RecipeSpec:
+        if RESERVED_METADATA in self.metadata:
+            raise PydanticCustomError(
+                "metadata", "metadata key {key!r} is reserved", {"key": RESERVED_METADATA}
+            )
+        names = [g.name for g in self.guests if g.name is not None]
+        for name in names:
+            if names.count(name) > 1:
+                raise PydanticCustomError(
+                    "guests", "two guests of one recipe are both named {name!r}", {"name": name}
+                )
+        return self
 
 
 class RecipeSetSpec(Spec):

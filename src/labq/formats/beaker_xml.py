@@ -21,8 +21,9 @@ from labq.formats.source import MAX_DEPTH, DocPath
 from labq.formats.xmltree import XmlDoc, load_xml
 
 RECIPE_SET_TAGS: Final = ("recipeSet", "RecipeSet")
-_NOT_SUPPORTED: Final = frozenset({"guestrecipe", "guestname"})
+_NOT_SUPPORTED: Final = frozenset({"guestname"})
 _RECIPE_METADATA_ATTRS: Final = ("ks_meta", "kernel_options", "kernel_options_post")
+_GUEST_ATTRS: Final = ("guestname", "guestargs")
 _NO_ROLE: Final = "None"  # what Beaker writes for "no role" when it clones a job
 
 
@@ -99,11 +100,12 @@ class _Reader:
             raise doc.error(el, f"<{el.tag}> has no <recipe>")
         return out
 
-    def recipe(self, el: etree._Element, path: DocPath) -> dict[str, Any]:
+    def recipe(self, el: etree._Element, path: DocPath, *, guest: bool = False) -> dict[str, Any]:
         doc = self.doc
-        attrs = doc.attributes(el, ("role", "whiteboard", *_RECIPE_METADATA_ATTRS))
+        extra = _GUEST_ATTRS if guest else ()
+        attrs = doc.attributes(el, ("role", "whiteboard", *_RECIPE_METADATA_ATTRS, *extra))
         self.note(path, el)
-        out: dict[str, Any] = {"tasks": []}
+        out: dict[str, Any] = {"tasks": [], "guests": []}
         if attrs.get("role", _NO_ROLE) != _NO_ROLE:
             out["role"] = attrs["role"]
         if "whiteboard" in attrs:
@@ -116,6 +118,10 @@ class _Reader:
             if tag == "task":
                 index = len(out["tasks"])
                 out["tasks"].append(self.task(child, (*path, "tasks", index)))
+                continue
+            if tag == "guestrecipe" and not guest:
+                index = len(out["guests"])
+                out["guests"].append(self.guest(child, (*path, "guests", index)))
                 continue
             doc.once(child, el, seen)
             if tag == "hostRequires":
@@ -130,6 +136,26 @@ class _Reader:
                 raise self.refuse(child)
         out["host"] = _with_distro_arch(host, metadata.get("distro_requires"), out)
         out["metadata"] = metadata
+        if not out["guests"]:
+            del out["guests"]
+        return out
+
+    def guest(self, el: etree._Element, path: DocPath) -> dict[str, Any]:
+        """A <guestrecipe>: read as a recipe; its host requirements describe the guest (it
+        takes no pool system), so they are kept in its metadata."""
+        inner = self.recipe(el, path, guest=True)
+        if "force" in inner:
+            raise self.doc.error(el, "a <guestrecipe> runs on its host's guest: force= has no use")
+        metadata = inner["metadata"]
+        if inner["host"] not in ({}, {"and": []}):
+            metadata["host_requires"] = inner["host"]
+        out: dict[str, Any] = {k: inner[k] for k in ("tasks", "role", "whiteboard") if k in inner}
+        out["metadata"] = metadata
+        name, args = el.get("guestname", "").strip(), el.get("guestargs")
+        if name:
+            out["name"] = name
+        if args is not None:
+            out["args"] = args
         return out
 
     def host_requires(self, el: etree._Element, recipe: dict[str, Any]) -> dict[str, Any]:
@@ -149,7 +175,9 @@ class _Reader:
         doc = self.doc
         attrs = doc.attributes(el, ("name", "role"))
         self.note(path, el)
-        out: dict[str, Any] = {"name": doc.required(el, attrs, "name")}
+        out: dict[str, Any] = {}
+        if "name" in attrs:
+            out["name"] = attrs["name"]
         if attrs.get("role", _NO_ROLE) != _NO_ROLE:
             out["role"] = attrs["role"]
         seen: set[str] = set()
@@ -159,12 +187,16 @@ class _Reader:
                 self.note((*path, "params"), child)
                 out["params"] = self.params(child)
             elif child.tag == "fetch":
-                raise doc.error(
-                    child,
-                    "<fetch> is not supported yet (labq runs named tasks from the job's workspace)",
-                )
+                self.note((*path, "fetch"), child)
+                fetch = doc.attributes(child, ("url", "subdir"))
+                doc.leaf(child)
+                out["fetch"] = {"url": doc.required(child, fetch, "url")}
+                if "subdir" in fetch:
+                    out["fetch"]["subdir"] = fetch["subdir"]
             else:
                 raise doc.unknown(child)
+        if "name" not in out and "fetch" not in out:
+            raise doc.error(el, "<task> needs the attribute name (or a <fetch> to name it)")
         return out
 
     def params(self, el: etree._Element) -> dict[str, str]:

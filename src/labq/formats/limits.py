@@ -2,8 +2,9 @@
 
 A document over ``document_bytes`` is refused before it is read (413 from the
 API); one nested deeper than ``depth`` is refused while it is parsed; a parsed
-job with too many sets, recipes in a set or tasks in a recipe is refused naming
-the limit and the place (422). ``labq validate`` applies the same limits.
+job with too many sets, recipes in a set or tasks in a recipe (its guests'
+included) is refused naming the limit and the place (422). ``labq validate``
+applies the same limits.
 """
 
 from __future__ import annotations
@@ -50,4 +51,6 @@ def _counts(spec: JobSpec) -> Iterator[tuple[int, str, str, str]]:
         place = f"recipe_sets[{i}].recipes"
         yield len(rset.recipes), "recipes_per_set", "recipes", place
         for j, recipe in enumerate(rset.recipes):
-            yield len(recipe.tasks), "tasks_per_recipe", "tasks", f"{place}[{j}].tasks"
+            # a guest's tasks are its host recipe's (stored and run with them)
+            tasks = len(recipe.tasks) + sum(len(g.tasks) for g in recipe.guests)
+            yield tasks, "tasks_per_recipe", "tasks", f"{place}[{j}].tasks"

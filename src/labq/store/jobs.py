@@ -20,8 +20,9 @@ from labq.domain.states import FINAL_RECIPE_STATES, RecipeState, derived_state
 from labq.errors import InputError, NotFoundError
 from labq.store.columns import values_of
 from labq.store.jobstate import job_states, retry_owed_clause
-from labq.store.loading import TASK_FIELDS, JobLoader
+from labq.store.loading import JobLoader
 from labq.store.moves import RecipeMoves
+from labq.store.packing import TASK_COLUMNS, pack
 from labq.store.people import PeopleStore
 from labq.store.tables import (
     Groups,
@@ -233,6 +234,7 @@ class JobStore(PeopleStore, RecipeMoves, JobLoader):
     def _insert_recipes(
         self, set_id: int, recipes: Sequence[Mapping[str, Any]], now: datetime
     ) -> None:
+        packed = [pack(recipe) for recipe in recipes]
         rows = [
             {
                 "recipe_set_id": set_id,
@@ -242,9 +244,9 @@ class JobStore(PeopleStore, RecipeMoves, JobLoader):
                 "force": recipe["force"],
                 "state": RecipeState.NEW.value,
                 "whiteboard": recipe["whiteboard"],
-                "meta": recipe["metadata"],
+                "meta": meta,
             }
-            for position, recipe in enumerate(recipes)
+            for position, (recipe, (meta, _)) in enumerate(zip(recipes, packed, strict=True))
         ]
         stmt = insert(Recipes).returning(Recipes.id, sort_by_parameter_order=True)
         ids = self.conn.execute(stmt, rows).scalars().all()
@@ -258,10 +260,10 @@ class JobStore(PeopleStore, RecipeMoves, JobLoader):
                 "recipe_id": rid,
                 "position": position,
                 "status": "new",
-                **{k: task[k] for k in TASK_FIELDS},
+                **{k: task[k] for k in TASK_COLUMNS},
             }
-            for rid, recipe in zip(ids, recipes, strict=True)
-            for position, task in enumerate(recipe["tasks"])
+            for rid, (_, task_list) in zip(ids, packed, strict=True)
+            for position, task in enumerate(task_list)
         ]
         self.conn.execute(
             insert(RecipeHistory),

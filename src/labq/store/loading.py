@@ -8,10 +8,11 @@ from typing import Any, TypeAlias
 
 from sqlalchemy import ColumnElement, Row, select
 
-from labq.domain.job import JobSpec, RecipeSetSpec, TaskSpec
+from labq.domain.job import JobSpec, RecipeSetSpec
 from labq.domain.states import RecipeState, Result
 from labq.errors import NotFoundError
 from labq.store.base import StoreBase
+from labq.store.packing import TASK_COLUMNS, guest_labels, unpack
 from labq.store.tables import (
     Groups,
     Jobs,
@@ -25,7 +26,6 @@ from labq.store.tables import (
 )
 from labq.store.views import JobView, RecipeSetView, RecipeView, TaskView
 
-TASK_FIELDS = tuple(TaskSpec.model_fields)  # stored one column each
 AnyRow: TypeAlias = Row[*tuple[Any, ...]]
 
 
@@ -118,7 +118,9 @@ def _recipe(
         scheduled_at=row.scheduled_at,
         started_at=row.started_at,
         finished_at=row.finished_at,
-        tasks=tuple(_task(t) for t in tasks),
+        tasks=tuple(
+            _task(t, g) for t, g in zip(tasks, guest_labels(row.meta, len(tasks)), strict=True)
+        ),
         log_dir=row.log_dir,
     )
     native = {
@@ -126,9 +128,8 @@ def _recipe(
         "host": row.host,
         "force": row.force,
         "exclude": excludes,
-        "tasks": [{k: getattr(t, k) for k in TASK_FIELDS} for t in tasks],
         "whiteboard": row.whiteboard,
-        "metadata": row.meta,
+        **unpack(row.meta, [{k: getattr(t, k) for k in TASK_COLUMNS} for t in tasks]),
     }
     return view, native
 
@@ -163,7 +164,7 @@ def _set_view(row: AnyRow, recipes: list[tuple[RecipeView, dict[str, Any]]]) -> 
     )
 
 
-def _task(row: AnyRow) -> TaskView:
+def _task(row: AnyRow, guest: str | None) -> TaskView:
     return TaskView(
         id=row.id,
         name=row.name,
@@ -174,6 +175,7 @@ def _task(row: AnyRow) -> TaskView:
         finished_at=row.finished_at,
         log_path=row.log_path,
         message=row.message,
+        guest=guest,
     )
 
 

@@ -41,6 +41,7 @@ class TaskView:
     finished_at: datetime | None = None
     log_path: str | None = None
     message: str | None = None
+    guest: str | None = None  # the guest recipe it belongs to (its name or guest<N>), if any
 
 
 @dataclass(frozen=True)

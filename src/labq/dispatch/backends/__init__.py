@@ -38,6 +38,11 @@ class Backend(Protocol):
         """
         ...
 
+    def put_task(self, system: SystemInfo, source: Path, relpath: str) -> None:
+        """Copy the local task directory ``source`` (without ``.git``) to ``relpath`` of the
+        system's workspace, replacing what was there."""
+        ...
+
     def run(
         self,
         system: SystemInfo,

@@ -8,6 +8,7 @@ the demo and the tests use.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import threading
@@ -15,12 +16,14 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
+from labq.dispatch.fetch import copy_task
 from labq.dispatch.identity import TaskUser, hand_over, traversable
 from labq.dispatch.logs import MaskedLog
 from labq.dispatch.plan import PlanError, SystemInfo, Workspace, safe_component
 from labq.dispatch.procs import DEFAULT_GRACE, Outcome, run_process
 
 SHELL: Final = "/bin/sh"
+_GUESTS: Final = "guests"  # a guest's workspace is <host's workspace>/guests/<name>
 _DEFAULT_PATH: Final = "/usr/local/bin:/usr/bin:/bin"
 # Passed on from the supervisor's own environment; everything else (a database
 # URL with a password, say) stays out of the tasks' reach.
@@ -46,7 +49,15 @@ class LocalBackend:
         self.user = user  # who tasks run as (None: this process's own user)
 
     def workspace(self, system: SystemInfo) -> Path:
-        """``<data_dir>/workspaces/<fqdn>``; refuses an fqdn that would point elsewhere."""
+        """``<data_dir>/workspaces/<fqdn>``, or ``<host's>/guests/<name>`` for a guest;
+        refuses a name that would point elsewhere."""
+        if system.guest_of is not None:
+            host = dataclasses.replace(system, fqdn=system.guest_of, guest_of=None)
+            guests = self.workspace(host) / _GUESTS
+            path = guests / safe_component(system.fqdn, "guest name")
+            if path.resolve().parent != guests.resolve():
+                raise PlanError(f"workspace of guest {system.fqdn} would not be under {guests}")
+            return path
         path = self.root / safe_component(system.fqdn, "fqdn")
         if path.resolve().parent != self.root.resolve():
             raise PlanError(f"workspace of {system.fqdn} would not be under {self.root}")
@@ -64,12 +75,13 @@ class LocalBackend:
         (path / "logs").mkdir(exist_ok=True)
         if self.user is not None:
             traversable(self.data_dir, self.root)
-            hand_over(path, self.user)
+            hand_over(path.parent if system.guest_of else path, self.user)
 
     def wipe(self, system: SystemInfo) -> Path:
-        """Remove the system's workspace; only ever a direct child of the workspaces root."""
+        """Remove the system's workspace; only ever a direct child of the workspaces root
+        (or, for a guest, of its host's guests directory)."""
         path = self.workspace(system)
-        self.root.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
         if path.is_symlink():
             path.unlink()
         elif path.exists():
@@ -82,6 +94,17 @@ class LocalBackend:
         if path.is_file() and os.access(path, os.X_OK):
             return str(path)
         return None
+
+    def put_task(self, system: SystemInfo, source: Path, relpath: str) -> None:
+        """Copy ``source`` into the workspace at ``relpath`` (handed to the task user)."""
+        ws = self.workspace(system)
+        dest = ws / relpath
+        if not dest.resolve().is_relative_to(ws.resolve()):
+            raise PlanError(f"{relpath} is not inside the workspace")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        copy_task(source, dest)
+        if self.user is not None:
+            hand_over(dest, self.user)
 
     def run(
         self,

@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import shlex
 import signal
+import tempfile
 import threading
 import time
 import uuid
@@ -34,6 +35,7 @@ from typing import Final, Protocol
 
 import asyncssh
 
+from labq.dispatch.fetch import copy_task
 from labq.dispatch.logs import MaskedLog
 from labq.dispatch.plan import SystemInfo, Workspace
 from labq.dispatch.procs import DEFAULT_GRACE, Outcome
@@ -229,6 +231,26 @@ class SshBackend:
                 except (asyncssh.Error, OSError) as exc:
                     raise SshError(f"cannot upload the workspace to {system.fqdn}: {exc}") from None
             await self._check(conn, f"mkdir -p -- {q}/logs {q}/.labq", "make the workspace")
+
+    def put_task(self, system: SystemInfo, source: Path, relpath: str) -> None:
+        """Upload ``source`` (without ``.git``) to ``relpath`` of the host's workspace."""
+        with tempfile.TemporaryDirectory(prefix="labq-task-") as tmp:
+            copy = Path(tmp) / "task"
+            copy_task(source, copy)
+            asyncio.run(self._put(system, copy, relpath))
+
+    async def _put(self, system: SystemInfo, copy: Path, relpath: str) -> None:
+        dest = f"{self.ws}/{relpath}"
+        q = shlex.quote(dest)
+        async with await self._connect(system) as conn:
+            await self._check(conn, f"rm -rf -- {q} && mkdir -p -- {q}", "make the task directory")
+            entries = [str(p) for p in sorted(copy.iterdir())]
+            try:
+                async with conn.start_sftp_client() as sftp:
+                    if entries:
+                        await sftp.put(entries, dest, recurse=True, preserve=True)
+            except (asyncssh.Error, OSError) as exc:
+                raise SshError(f"cannot upload the task to {system.fqdn}: {exc}") from None
 
     def locate_task(self, system: SystemInfo, relpath: str) -> str | None:
         """``./<relpath>`` if it is an executable file in the host's workspace."""
