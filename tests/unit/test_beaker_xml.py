@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from labq.domain import requirements
+from labq.domain.inventory import parse_inventory
 from labq.domain.job import JobSpec
 from labq.domain.model import System
 from labq.domain.priority import Priority
@@ -216,6 +217,39 @@ def test_comments_and_processing_instructions_are_ignored():
         ('<system><lender value="qe"/></system>', {"lender": "qe"}),
         ('<system><numanodes op="&gt;" value="1"/></system>', {"numa_nodes": {">": 1}}),
         ('<system><hypervisor value=""/></system>', {"hypervisor": ""}),
+        ('<hypervisor op="!=" value=""/>', {"hypervisor": {"!=": ""}}),
+        # Beaker ignores a text leaf with no value (but not hypervisor: "" is "none")
+        ('<arch value=""/><system><vendor value=""/></system>', {"and": []}),
+        ('<system><last_inventoried value=""/></system>', {"last_inventoried": ""}),
+        (
+            '<system><last_inventoried op="&gt;=" value="2013-10-10"/></system>',
+            {"last_inventoried": {">=": "2013-10-10"}},
+        ),
+        ('<device driver="e1000e"/>', {"device": {"driver": "e1000e"}}),
+        (
+            '<device op="=" driver="e1000e" vendor_id="8086" type="NET"/>',
+            {"device": {"and": [{"type": "NET"}, {"driver": "e1000e"}, {"vendor_id": "8086"}]}},
+        ),
+        ('<device op="like" driver="mlx%"/>', {"device": {"driver": {"like": "mlx%"}}}),
+        ('<device op="!=" driver="igb"/>', {"not": {"device": {"driver": "igb"}}}),
+        ('<device driver="" bus=""/>', {"and": []}),
+        ("<disk/>", {"disk": {"and": []}}),
+        (
+            '<disk><size op="&gt;" value="128" units="GiB"/></disk>',
+            {"disk": {"size": {">": 128 << 30}}},
+        ),
+        (
+            '<disk><size value="2" units="TB"/><model op="like" value="WD%"/></disk>',
+            {"disk": {"and": [{"size": 2 * 10**12}, {"model": {"like": "WD%"}}]}},
+        ),
+        ('<disk><sector_size value="4" units="KiB"/></disk>', {"disk": {"sector_size": 4096}}),
+        ('<disk><phys_sector_size value="512"/></disk>', {"disk": {"phys_sector_size": 512}}),
+        (
+            '<disk><or><model value="a"/><not><size value="1" units="kB"/></not></or></disk>',
+            {"disk": {"or": [{"model": "a"}, {"not": {"size": 1000}}]}},
+        ),
+        ('<disk_count op="&gt;=" value="2"/>', {"disk_count": {">=": 2}}),
+        ('<disk_space op="&gt;" value="1" units="TiB"/>', {"disk_space": {">": 1 << 40}}),
         ('<cpu><processors op="&gt;=" value="8"/></cpu>', {"cpus": {">=": 8}}),
         ('<cpu><cores value="4"/></cpu>', {"cpu_cores": 4}),
         ('<cpu><sockets value="2"/></cpu>', {"cpu_sockets": 2}),
@@ -362,10 +396,29 @@ BAD = [
     (job("<hostRequires>\n<memory op='&gt;'/></hostRequires>"), 5, ["needs the attribute value"]),
     (job("<hostRequires>\n<key_value key='and' value='1'/></hostRequires>"), 5, ["key_value key"]),
     (
-        job("<hostRequires>\n<disk><size value='1'/></disk></hostRequires>"),
+        job("<hostRequires>\n<disk><size value='1' units='gb'/></disk></hostRequires>"),
         5,
-        ["<disk> is not supported yet"],
+        ["unknown units 'gb' on <size>"],
     ),
+    (
+        job("<hostRequires>\n<disk><size value='1.5' units='TB'/></disk></hostRequires>"),
+        5,
+        ["<size> needs a whole number (of TB)"],
+    ),
+    (job("<hostRequires>\n<disk><size op='like' value='1'/></disk></hostRequires>"), 5, ["like"]),
+    (job("<hostRequires>\n<disk><colour value='x'/></disk></hostRequires>"), 5, ["<colour>"]),
+    (job("<hostRequires>\n<device op='=' /></hostRequires>"), 5, ["<device> needs one of"]),
+    (job("<hostRequires>\n<device op='&gt;' driver='x'/></hostRequires>"), 5, ["<device> can"]),
+    (job("<hostRequires>\n<device colour='red'/></hostRequires>"), 5, ["unknown attribute"]),
+    (
+        job(
+            "<hostRequires>\n<system><last_inventoried value='10/10/2013'/></system></hostRequires>"
+        ),
+        5,
+        ["needs a date YYYY-MM-DD (or nothing)"],
+    ),
+    (job("<hostRequires>\n<disk_count value='two'/></hostRequires>"), 5, ["compares numbers"]),
+    (job("<hostRequires>\n<key_value key='device' value='1'/></hostRequires>"), 5, ["key_value"]),
     (
         job("<hostRequires>\n<system><serial value='1'/></system></hostRequires>"),
         5,
@@ -546,3 +599,39 @@ def test_host_requirements_agree_with_an_independent_evaluation(parts, facts):
     host = host_of("".join(xml for xml, _ in parts))
     expected = conjunction([e for _, e in parts])(facts)
     assert requirements.matches(host, facts) is (True if expected is None else expected)
+
+
+# --- <disk> and <device> against an independent evaluation --------------------------
+
+UNIT_BYTES = {"bytes": 1, "kB": 1000, "KiB": 1024, "MB": 10**6, "GiB": 2**30, "TB": 10**12}
+DISKS = st.lists(
+    st.fixed_dictionaries(
+        {"size": st.sampled_from([0, 999, 1000, 1024, 10**6, 2**30, 10**12, 2 * 10**12])},
+        optional={"model": st.sampled_from(["WD", "Intel"])},
+    ),
+    max_size=3,
+)
+DISK_LEAVES = st.lists(
+    st.tuples(
+        st.sampled_from(sorted(ORDER_OPS | EQUAL_OPS)),
+        st.sampled_from([1, 2, 1000]),
+        st.sampled_from(sorted(UNIT_BYTES)),
+    ),
+    max_size=2,
+)
+
+
+@given(DISKS, DISK_LEAVES, st.sampled_from([None, "WD"]))
+def test_a_disk_requirement_is_one_disk_meeting_all_of_it(disks, sizes, model):
+    xml = "".join(f"<size op={quoteattr(op)} value='{v}' units='{u}'/>" for op, v, u in sizes) + (
+        f"<model value='{model}'/>" if model else ""
+    )
+    host = host_of(f"<disk>{xml}</disk>")
+    ops = {**ORDER_OPS, **EQUAL_OPS}
+
+    def meets(disk):
+        fits = all(ops[op](disk["size"], v * UNIT_BYTES[u]) for op, v, u in sizes)
+        return fits and (model is None or disk.get("model") == model)
+
+    system = System(fqdn="a", lab="l", inventory=parse_inventory({"disks": disks}))
+    assert requirements.matches(host, system.facts()) is any(meets(d) for d in disks)
