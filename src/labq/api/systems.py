@@ -1,4 +1,4 @@
-"""``/systems``: list (by lab, by pool), show, usage history; add and condition (admins)."""
+"""``/systems``: list (by lab, by pool), show, usage history; add, condition, inventory (admins)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ from labq.api.deps import AdminDep, StateDep, UserDep
 from labq.api.events import tell
 from labq.api.openapi import answers
 from labq.api.schemas import Attributes, Body, ConditionLabel, Name, Reason
+from labq.domain.inventory import InventoryError, parse_inventory
 from labq.domain.model import System
 from labq.domain.states import Condition
+from labq.errors import InputError
 from labq.store import reading, transaction
 
 router = APIRouter(prefix="/systems", tags=["systems"])
@@ -30,6 +32,12 @@ class SystemBody(Body):
     condition: ConditionLabel = "automated"
 
 
+class SystemPatch(Body):
+    """What to change on a system: its inventory (``labq.domain.inventory``), replaced whole."""
+
+    inventory: dict[str, Any]
+
+
 class ConditionBody(Body):
     """A new condition, and why."""
 
@@ -44,6 +52,7 @@ def system_json(system: System, reason: str | None = None) -> dict[str, Any]:
         "lab": system.lab,
         "arch": system.arch,
         "attributes": system.attributes,
+        "inventory": system.inventory.to_json(),
         "pools": sorted(system.pools),
         "owner": system.owner,
         "condition": system.condition.value,
@@ -123,3 +132,18 @@ def set_condition(
     if changed:
         tell(lambda: state.events.condition_changed(fqdn))
     return {**system_json(system, body.reason), "changed": changed}
+
+
+@router.patch("/{fqdn}", responses=answers(404, 422))
+def change_system(fqdn: str, body: SystemPatch, state: StateDep, admin: AdminDep) -> dict[str, Any]:
+    """Replace a system's inventory (admins); the scheduler re-reads which jobs it suits."""
+    try:
+        inventory = parse_inventory(body.inventory)
+    except InventoryError as exc:
+        raise InputError(exc.problem, place=exc.path) from None
+    with transaction(state.engine) as repo:
+        changed = repo.set_inventory(fqdn, inventory, actor=admin.name, now=state.clock())
+        system = repo.get_system(fqdn)
+    if changed:  # its facts changed, so may the classes it meets: as a pool change does
+        tell(state.events.access_changed)
+    return {**system_json(system), "changed": changed}

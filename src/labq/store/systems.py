@@ -7,9 +7,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, insert, or_, select
+from sqlalchemy import ColumnElement, insert, or_, select, update
 from sqlalchemy.orm import InstrumentedAttribute
 
+from labq.domain.inventory import Inventory, parse_inventory
 from labq.domain.lifecycle import usage_after_condition
 from labq.domain.model import System
 from labq.domain.states import Condition, Usage, check_usage_move, usage_predecessors
@@ -53,6 +54,7 @@ class SystemStore(StoreBase):
                     arch=system.arch,
                     owner_id=None if system.owner is None else self._user_id(system.owner),
                     attributes=dict(system.attributes),
+                    inventory=system.inventory.to_json(),
                     condition=system.condition.value,
                     usage=Usage.IDLE.value,
                 )
@@ -86,6 +88,18 @@ class SystemStore(StoreBase):
             )
             where.append(Systems.id.in_(members))
         return self._load_systems(*where)
+
+    def set_inventory(self, fqdn: str, inventory: Inventory, *, actor: str, now: datetime) -> bool:
+        """Replace a system's inventory; False when it was that already."""
+        with self.atomic():
+            seen = self.get_system(fqdn)
+            if seen.inventory == inventory:
+                return False
+            self.conn.execute(
+                update(Systems).where(Systems.fqdn == fqdn).values(inventory=inventory.to_json())
+            )
+            self._log(now, actor, "system", "inventory", name=fqdn)
+        return True
 
     def condition_reason(self, fqdn: str) -> str | None:
         """Why the system's condition was last set, as its admin said."""
@@ -253,6 +267,7 @@ class SystemStore(StoreBase):
                 Labs.name.label("lab"),
                 Systems.arch,
                 Systems.attributes,
+                Systems.inventory,
                 Users.name.label("owner"),
                 Systems.condition,
                 Systems.usage,
@@ -271,6 +286,7 @@ class SystemStore(StoreBase):
                 lab=row.lab,
                 arch=row.arch,
                 attributes=dict(row.attributes),
+                inventory=parse_inventory(row.inventory),
                 pools=frozenset(pools.get(row.id, ())),
                 owner=row.owner,
                 condition=Condition(row.condition),
