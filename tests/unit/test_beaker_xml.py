@@ -635,3 +635,87 @@ def test_a_disk_requirement_is_one_disk_meeting_all_of_it(disks, sizes, model):
 
     system = System(fqdn="a", lab="l", inventory=parse_inventory({"disks": disks}))
     assert requirements.matches(host, system.facts()) is any(meets(d) for d in disks)
+
+
+# --- custom distros, foreign namespaces, notify -------------------------------------
+
+CUSTOM_DISTRO = """<distro>
+<tree url="ftp://lab/distros/My1.0/Server/i386/os/"/>
+<initrd url="pxeboot/initrd"/>
+<kernel url="pxeboot/vmlinuz"/>
+<arch value="i386"/>
+<osversion major="RedHatEnterpriseLinux7" minor="4"/>
+<name value="MyCustomLinux1.0"/>
+</distro>"""
+
+
+def test_a_custom_distro_is_provisioning_metadata_and_narrows_the_arch():
+    spec = parse_beaker(job(CUSTOM_DISTRO + "<task name='/a'/>"), source="job.xml")
+    recipe = spec.recipe_sets[0].recipes[0]
+    assert recipe.metadata["distro"] == {
+        "tree": "ftp://lab/distros/My1.0/Server/i386/os/",
+        "initrd": "pxeboot/initrd",
+        "kernel": "pxeboot/vmlinuz",
+        "arch": "i386",
+        "osversion": {"major": "RedHatEnterpriseLinux7", "minor": "4"},
+        "name": "MyCustomLinux1.0",
+    }
+    assert requirements.to_native(recipe.host) == {"arch": "i386"}
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ("<distro><tree url='x'/></distro>", "<distro> needs <kernel>"),
+        (CUSTOM_DISTRO.replace('<arch value="i386"/>', ""), "<distro> needs <arch>"),
+        (CUSTOM_DISTRO.replace("<name", "<colour"), "unknown element <colour> in <distro>"),
+        (CUSTOM_DISTRO.replace('url="pxeboot/initrd"', ""), "<initrd> needs the attribute url"),
+        (CUSTOM_DISTRO + "<distroRequires/>", "<distroRequires> or a custom <distro>, not both"),
+        ("<distroRequires/>" + CUSTOM_DISTRO, "<distroRequires> or a custom <distro>, not both"),
+        (CUSTOM_DISTRO.replace("<name", "<arch value='x'/><name"), "only one <arch>"),
+    ],
+)
+def test_bad_custom_distros_are_refused(body, words):
+    with pytest.raises(InputError, match=words.replace("(", r"\(")):
+        parse_beaker(job(body), source="job.xml")
+
+
+def test_foreign_namespace_elements_are_kept_never_refused():
+    text = (
+        "<job xmlns:b='http://example.com/bar'>\n<b:option>--foobar</b:option>"
+        "<recipeSet><f:x xmlns:f='http://example.com/foo' a='1'/><recipe>"
+        "<b:note>ok <b:deep/></b:note></recipe></recipeSet></job>"
+    )
+    spec = parse_beaker(text, source="job.xml")
+    assert spec.metadata["extensions"] == [
+        {
+            "place": "/job/b:option",
+            "xml": '<b:option xmlns:b="http://example.com/bar">--foobar</b:option>',
+        },
+        {  # each kept element carries the namespaces it may use: it reads on its own
+            "place": "/job/recipeSet/f:x",
+            "xml": '<f:x xmlns:f="http://example.com/foo" xmlns:b="http://example.com/bar" a="1"/>',
+        },
+        {
+            "place": "/job/recipeSet/recipe/b:note",
+            "xml": '<b:note xmlns:b="http://example.com/bar">ok <b:deep/></b:note>',
+        },
+    ]
+    # an element of no namespace is still checked
+    with pytest.raises(InputError, match="unknown element <option> in <job>"):
+        parse_beaker("<job><option/><recipeSet><recipe/></recipeSet></job>", source="j.xml")
+
+
+def test_notify_cc_duplicates_collapse_in_order():
+    text = (
+        "<job><notify><cc>b@x</cc><cc>a@x</cc><cc>b@x</cc></notify>"
+        "<recipeSet><recipe/></recipeSet></job>"
+    )
+    assert parse_beaker(text, source="j.xml").metadata["cc"] == ["b@x", "a@x"]
+
+
+def test_a_results_document_is_refused_as_such():
+    with pytest.raises(InputError) as caught:
+        parse_beaker("<job id='1' status='Running'><recipeSet/></job>", source="j.xml")
+    assert "<job id=...> is a document Beaker wrote about a job it ran" in str(caught.value)
+    assert "bkr job-clone" in str(caught.value)
