@@ -60,6 +60,7 @@ class RecipePlan:
     system: SystemInfo
     tasks: tuple[TaskPlan, ...] = ()
     role: str | None = None
+    provision: Mapping[str, str] = field(default_factory=dict)  # for the reimage hook
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,7 @@ class Workspace:
     log_dir: Path
     checkout: Path | None = None
     commit: str | None = None
+    provision: Mapping[str, str] = field(default_factory=dict)  # the reimage hook's extra env
 
 
 def task_path(name: str) -> PurePosixPath:

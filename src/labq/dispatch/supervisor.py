@@ -56,6 +56,7 @@ from labq.dispatch.hooks import HookedBackend, HookSet
 from labq.dispatch.identity import DYNAMIC, DynamicUsers, TaskUser, fixed_user, parse_range
 from labq.dispatch.logs import set_log_dir
 from labq.dispatch.plan import RecipePlan, SetPlan, SystemInfo, TaskPlan
+from labq.dispatch.provisioning import provision_environment
 from labq.dispatch.results import SetOutcome
 from labq.dispatch.runner import BackendFor, run_set
 from labq.domain.states import RecipeState
@@ -104,7 +105,10 @@ def load_plan(repo: Repository, set_id: int) -> SetPlan:
             )
             for stored, task in zip(recipe.tasks, spec.tasks, strict=True)
         )
-        recipes.append(RecipePlan(id=recipe.id, system=info, tasks=tasks, role=spec.role))
+        provision = provision_environment(spec.metadata)
+        recipes.append(
+            RecipePlan(id=recipe.id, system=info, tasks=tasks, role=spec.role, provision=provision)
+        )
     ref = job.spec.ref
     return SetPlan(
         id=view.id,
