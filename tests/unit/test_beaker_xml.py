@@ -226,6 +226,11 @@ def test_comments_and_processing_instructions_are_ignored():
             {"last_inventoried": {">=": "2013-10-10"}},
         ),
         ('<device driver="e1000e"/>', {"device": {"driver": "e1000e"}}),
+        ('<system><serial value="ABC1"/></system>', {"serial": "ABC1"}),
+        ('<system><powertype value="ipmilan"/></system>', {"power_type": "ipmilan"}),
+        ('<system><status value="Automated"/></system>', {"condition": "automated"}),
+        ('<group value="perf"/>', {"pool": "perf"}),
+        ('<group op="!=" value=""/>', {"pool": {"!=": ""}}),
         (
             '<device op="=" driver="e1000e" vendor_id="8086" type="NET"/>',
             {"device": {"and": [{"type": "NET"}, {"driver": "e1000e"}, {"vendor_id": "8086"}]}},
@@ -420,9 +425,9 @@ BAD = [
     (job("<hostRequires>\n<disk_count value='two'/></hostRequires>"), 5, ["compares numbers"]),
     (job("<hostRequires>\n<key_value key='device' value='1'/></hostRequires>"), 5, ["key_value"]),
     (
-        job("<hostRequires>\n<system><serial value='1'/></system></hostRequires>"),
+        job("<hostRequires>\n<system><loaned value='bob'/></system></hostRequires>"),
         5,
-        ["<serial> is not supported"],
+        ["<loaned> is not supported"],
     ),
     (
         job("<hostRequires>\n<cpu><name value='x'/></cpu></hostRequires>"),

@@ -203,3 +203,11 @@ def test_a_device_requirement_is_one_device_meeting_all_of_it(devs, asked, negat
     if negated:
         term, expected = {"not": term}, not expected
     assert holds(term, system) is expected
+
+
+def test_no_pool_at_all_is_an_empty_value_as_beakers_group_has_it():
+    pooled = System(fqdn="p.lab", lab="lab", pools=frozenset({"perf"}))
+    assert holds({"pool": ""}, BARE)
+    assert not holds({"pool": ""}, pooled)
+    assert holds({"pool": {"!=": ""}}, pooled)
+    assert not holds({"pool": {"!=": ""}}, BARE)

@@ -98,8 +98,11 @@ _SYSTEM = Scope(
         "owner": Leaf("owner", "label"),
         "location": Leaf("location", "label"),
         "last_inventoried": Leaf("last_inventoried", "date", nullable=True),
+        "serial": Leaf("serial", "label"),
+        "powertype": Leaf("power_type", "label"),
+        "status": Leaf("condition", "label"),  # Automated, Manual, ...: labq's conditions
     },
-    unsupported=frozenset({"added", "user", "loaned", "powertype", "serial", "status"}),
+    unsupported=frozenset({"added", "user", "loaned"}),
 )
 _CPU = Scope(
     leaves={
@@ -131,8 +134,9 @@ _HOST = Scope(
         "hypervisor": Leaf("hypervisor", "label", nullable=True),
         "disk_count": Leaf("disk_count", "number"),
         "disk_space": Leaf("disk_space", "bytes"),
+        "group": Leaf("pool", "label", nullable=True),  # Beaker's system groups became pools
     },
-    unsupported=frozenset({"group", "auto_prov"}),
+    unsupported=frozenset({"auto_prov"}),
     nested={"system": "system", "cpu": "cpu"},
 )
 _DISK = Scope(
@@ -232,6 +236,8 @@ def _condition(doc: XmlDoc, el: etree._Element, scope: Scope) -> Native | None:
         if attrs.get("value") == "" and not leaf.nullable and leaf.kind in ("label", "text"):
             doc.leaf(el)
             return None  # Beaker: a text leaf with no value is no constraint
+        if leaf.prop == "condition" and "value" in attrs:
+            attrs["value"] = attrs["value"].lower()  # Beaker says Automated, labq automated
         return _compare(doc, el, leaf.prop, leaf.kind, attrs)
     if tag in scope.unsupported:
         raise doc.error(el, f"<{tag}> is not supported yet")
