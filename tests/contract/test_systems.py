@@ -145,3 +145,9 @@ def test_an_inventory_is_stored_read_back_and_logged(seeded: Repository) -> None
     assert [(e.object_kind, e.object_name) for e in logged] == [("system", "s1.lab")]
     with pytest.raises(NotFoundError):
         seeded.set_inventory("nope.lab", inventory, actor=ADMIN, now=at(7))
+
+
+def test_a_system_knows_when_it_was_added(seeded: Repository) -> None:
+    s1 = seeded.get_system("s1.lab")
+    assert s1.added == "2026-01-01T00:00:00Z"  # the seed adds everything at the tests' epoch
+    assert s1.facts()["added"] == s1.added

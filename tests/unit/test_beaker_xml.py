@@ -230,6 +230,11 @@ def test_comments_and_processing_instructions_are_ignored():
         ('<system><powertype value="ipmilan"/></system>', {"power_type": "ipmilan"}),
         ('<system><status value="Automated"/></system>', {"condition": "automated"}),
         ('<group value="perf"/>', {"pool": "perf"}),
+        ('<system><added op="&lt;" value="2020-01-01"/></system>', {"added": {"<": "2020-01-01"}}),
+        ('<system><added value=""/></system>', {"and": []}),  # Beaker: no date, no condition
+        ('<system><user value="bob"/></system>', {"user": "bob"}),
+        ('<system><loaned op="!=" value=""/></system>', {"loaned": {"!=": ""}}),
+        ('<auto_prov value="true"/>', {"and": []}),  # every labq system is provisioned by its lab
         ('<group op="!=" value=""/>', {"pool": {"!=": ""}}),
         (
             '<device op="=" driver="e1000e" vendor_id="8086" type="NET"/>',
@@ -425,10 +430,11 @@ BAD = [
     (job("<hostRequires>\n<disk_count value='two'/></hostRequires>"), 5, ["compares numbers"]),
     (job("<hostRequires>\n<key_value key='device' value='1'/></hostRequires>"), 5, ["key_value"]),
     (
-        job("<hostRequires>\n<system><loaned value='bob'/></system></hostRequires>"),
+        job("<hostRequires>\n<system><added value='last week'/></system></hostRequires>"),
         5,
-        ["<loaned> is not supported"],
+        ["<added> needs a date YYYY-MM-DD"],
     ),
+    (job("<hostRequires>\n<auto_prov value='1'>x</auto_prov></hostRequires>"), 5, ["text"]),
     (
         job("<hostRequires>\n<cpu><name value='x'/></cpu></hostRequires>"),
         5,

@@ -36,6 +36,8 @@ class System:
     usage: Usage = Usage.IDLE
     recipe: int | None = None  # the recipe that holds it, if one does
     inventory: Inventory = field(default_factory=Inventory)
+    # when it was added (UTC, ``YYYY-MM-DDTHH:MM:SSZ``), as the store knows it; not identity
+    added: str | None = field(default=None, compare=False)
 
     def facts(self) -> Facts:
         """The properties host requirements are evaluated against.
@@ -45,6 +47,8 @@ class System:
         """
         out: dict[str, Fact] = {k: v for k, v in self.attributes.items() if k not in _BUILTIN_FACTS}
         out.update(self.inventory.facts())
+        if self.added is not None:
+            out["added"] = self.added
         out.update(fqdn=self.fqdn, lab=self.lab, arch=self.arch, pool=self.pools)
         out["condition"] = self.condition.value
         if self.owner is not None:

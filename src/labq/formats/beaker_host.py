@@ -101,8 +101,11 @@ _SYSTEM = Scope(
         "serial": Leaf("serial", "label"),
         "powertype": Leaf("power_type", "label"),
         "status": Leaf("condition", "label"),  # Automated, Manual, ...: labq's conditions
+        "added": Leaf("added", "date"),
+        # labq has no reservations or loans by users: attributes an admin may set, else none
+        "user": Leaf("user", "label", nullable=True),
+        "loaned": Leaf("loaned", "label", nullable=True),
     },
-    unsupported=frozenset({"added", "user", "loaned"}),
 )
 _CPU = Scope(
     leaves={
@@ -136,7 +139,6 @@ _HOST = Scope(
         "disk_space": Leaf("disk_space", "bytes"),
         "group": Leaf("pool", "label", nullable=True),  # Beaker's system groups became pools
     },
-    unsupported=frozenset({"auto_prov"}),
     nested={"system": "system", "cpu": "cpu"},
 )
 _DISK = Scope(
@@ -223,6 +225,11 @@ def _condition(doc: XmlDoc, el: etree._Element, scope: Scope) -> Native | None:
         return _conjunction(doc, el, _SCOPES[scope.nested[tag]])
     if tag == "key_value" and scope is _HOST:
         return _key_value(doc, el)
+    if tag == "auto_prov" and scope is _HOST:
+        # every labq system is provisioned by its lab's backend and hooks: no constraint
+        doc.attributes(el, ("op", "value"))
+        doc.leaf(el)
+        return None
     if tag == "device" and scope is _HOST:
         return _device(doc, el)
     if tag == "disk" and scope is _HOST:
@@ -233,7 +240,11 @@ def _condition(doc: XmlDoc, el: etree._Element, scope: Scope) -> Native | None:
         attrs = doc.attributes(
             el, ("op", "value", "units") if leaf.kind == "bytes" else ("op", "value")
         )
-        if attrs.get("value") == "" and not leaf.nullable and leaf.kind in ("label", "text"):
+        if (
+            attrs.get("value") == ""
+            and not leaf.nullable
+            and leaf.kind in ("label", "text", "date")
+        ):
             doc.leaf(el)
             return None  # Beaker: a text leaf with no value is no constraint
         if leaf.prop == "condition" and "value" in attrs:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, insert, or_, select, update
+from sqlalchemy import ColumnElement, func, insert, or_, select, update
 from sqlalchemy.orm import InstrumentedAttribute
 
 from labq.domain.inventory import Inventory, parse_inventory
@@ -260,10 +260,16 @@ class SystemStore(StoreBase):
     def _load_systems(
         self, *where: ColumnElement[bool], order: InstrumentedAttribute[Any] = Systems.fqdn
     ) -> list[System]:
+        added = (  # its first usage row: written when it was added
+            select(func.min(UsageHistory.started_at))
+            .where(UsageHistory.system_id == Systems.id)
+            .scalar_subquery()
+        )
         stmt = (
             select(
                 Systems.id,
                 Systems.fqdn,
+                added.label("added"),
                 Labs.name.label("lab"),
                 Systems.arch,
                 Systems.attributes,
@@ -292,6 +298,7 @@ class SystemStore(StoreBase):
                 condition=Condition(row.condition),
                 usage=Usage(row.usage),
                 recipe=row.recipe_id,
+                added=None if row.added is None else _utc_text(row.added),
             )
             for row in rows
         ]
@@ -308,3 +315,10 @@ class SystemStore(StoreBase):
         for system_id, name in self.conn.execute(stmt):
             out[system_id].append(name)
         return out
+
+
+def _utc_text(moment: datetime) -> str:
+    """A stored time as facts hold it: ``YYYY-MM-DDTHH:MM:SSZ``."""
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
