@@ -80,7 +80,6 @@ class Scope:
     """The elements allowed at one level of a requirement tree."""
 
     leaves: Mapping[str, Leaf]
-    unsupported: frozenset[str] = frozenset()
     nested: Mapping[str, str] = field(default_factory=dict)  # container -> scope name
 
 
@@ -250,8 +249,6 @@ def _condition(doc: XmlDoc, el: etree._Element, scope: Scope) -> Native | None:
         if leaf.prop == "condition" and "value" in attrs:
             attrs["value"] = attrs["value"].lower()  # Beaker says Automated, labq automated
         return _compare(doc, el, leaf.prop, leaf.kind, attrs)
-    if tag in scope.unsupported:
-        raise doc.error(el, f"<{tag}> is not supported yet")
     raise doc.unknown(el)
 
 
