@@ -13,7 +13,7 @@ empty value as "none" (``<hypervisor>``, ``<last_inventoried>``). ``<device>`` a
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -222,34 +222,36 @@ def _condition(doc: XmlDoc, el: etree._Element, scope: Scope) -> Native | None:
     if tag in scope.nested:
         doc.attributes(el, ())
         return _conjunction(doc, el, _SCOPES[scope.nested[tag]])
-    if tag == "key_value" and scope is _HOST:
-        return _key_value(doc, el)
-    if tag == "auto_prov" and scope is _HOST:
-        # every labq system is provisioned by its lab's backend and hooks: no constraint
-        doc.attributes(el, ("op", "value"))
-        doc.leaf(el)
-        return None
-    if tag == "device" and scope is _HOST:
-        return _device(doc, el)
-    if tag == "disk" and scope is _HOST:
-        doc.attributes(el, ())
-        return {"disk": _conjunction(doc, el, _DISK) or {}}  # empty: some disk at all
+    if scope is _HOST and tag in _HOST_SPECIAL:
+        return _HOST_SPECIAL[tag](doc, el)
     leaf = scope.leaves.get(tag)
-    if leaf is not None:
-        attrs = doc.attributes(
-            el, ("op", "value", "units") if leaf.kind == "bytes" else ("op", "value")
-        )
-        if (
-            attrs.get("value") == ""
-            and not leaf.nullable
-            and leaf.kind in ("label", "text", "date")
-        ):
-            doc.leaf(el)
-            return None  # Beaker: a text leaf with no value is no constraint
-        if leaf.prop == "condition" and "value" in attrs:
-            attrs["value"] = attrs["value"].lower()  # Beaker says Automated, labq automated
-        return _compare(doc, el, leaf.prop, leaf.kind, attrs)
-    raise doc.unknown(el)
+    if leaf is None:
+        raise doc.unknown(el)
+    return _leaf(doc, el, leaf)
+
+
+def _leaf(doc: XmlDoc, el: etree._Element, leaf: Leaf) -> Native | None:
+    attrs = doc.attributes(
+        el, ("op", "value", "units") if leaf.kind == "bytes" else ("op", "value")
+    )
+    if attrs.get("value") == "" and not leaf.nullable and leaf.kind in ("label", "text", "date"):
+        doc.leaf(el)
+        return None  # Beaker: a text leaf with no value is no constraint
+    if leaf.prop == "condition" and "value" in attrs:
+        attrs["value"] = attrs["value"].lower()  # Beaker says Automated, labq automated
+    return _compare(doc, el, leaf.prop, leaf.kind, attrs)
+
+
+def _auto_prov(doc: XmlDoc, el: etree._Element) -> None:
+    """Every labq system is provisioned by its lab's backend and hooks: no constraint."""
+    doc.attributes(el, ("op", "value"))
+    doc.leaf(el)
+
+
+def _disk(doc: XmlDoc, el: etree._Element) -> Native:
+    """One disk that satisfies every child; ``<disk/>``: some disk at all."""
+    doc.attributes(el, ())
+    return {"disk": _conjunction(doc, el, _DISK) or {}}
 
 
 def _device(doc: XmlDoc, el: etree._Element) -> Native | None:
@@ -276,6 +278,14 @@ def _key_value(doc: XmlDoc, el: etree._Element) -> Native:
     if key in ("and", "or", "not", "device", "disk") or not _PROPERTY_NAME.match(key):
         raise doc.error(el, f"{key!r} cannot be used as a key_value key")
     return _compare(doc, el, key, "any", attrs)
+
+
+_HOST_SPECIAL: Final[dict[str, Callable[[XmlDoc, etree._Element], Native | None]]] = {
+    "key_value": _key_value,
+    "auto_prov": _auto_prov,
+    "device": _device,
+    "disk": _disk,
+}
 
 
 def _compare(
