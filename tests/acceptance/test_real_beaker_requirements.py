@@ -120,6 +120,14 @@ def test_device_and_disk_jobs_run_on_the_system_that_suits_them(as_user, tmp_pat
     as_user("lab", "add", "lab1")
     add(as_user, tmp_path, "small.lab1", SMALL_DISK, RHEL8_BOX)
     add(as_user, tmp_path, "big.lab1", BIG_DISK, RHEL8_BOX)
+    (tmp_path / "broken.json").write_text('{"disks": [{"size": 1,}]}')
+    (tmp_path / "wrong.json").write_text('{"disks": [{"size": "1TB"}]}')
+    for bad, words in [("broken.json", "not JSON"), ("wrong.json", "inventory.disks.0.size")]:
+        refused = as_user("system", "set", "big.lab1", "--inventory", str(tmp_path / bad), ok=False)
+        assert refused.returncode != 0
+        assert refused.stderr.count("\n") == 1, refused.stderr
+        assert refused.stderr.startswith("labq: ")
+        assert words in refused.stderr
     shown = as_user("system", "show", "big.lab1").stdout
     assert "last_inventoried: 2026-11-20T00:00:00Z" in shown
     assert "disks: 1" in shown

@@ -93,8 +93,11 @@ def test_an_inventory_is_set_shown_and_tells_the_scheduler(lab: Lab) -> None:
 @pytest.mark.parametrize(
     ("body", "status", "words"),
     [
-        ({"inventory": {"disks": [{"size": "big"}]}}, 422, "inventory.disks[0].size"),
-        ({"inventory": {"gpus": []}}, 422, "unknown key 'gpus'"),
+        ({"inventory": {"disks": [{"size": "big"}]}}, 422, "inventory.disks.0.size"),
+        ({"inventory": {"disks": [{"model": "x"}]}}, 422, "inventory.disks.0.size"),
+        ({"inventory": {"gpus": []}}, 422, "unknown field 'inventory.gpus'"),
+        ({"inventory": {"devices": [{"colour": "red"}]}}, 422, "inventory.devices.0.colour"),
+        ({"inventory": {"last_inventoried": "yesterday"}}, 422, "expected an ISO date-time"),
         ({"inventory": []}, 422, "inventory"),
         ({"colour": "red"}, 422, "colour"),
     ],

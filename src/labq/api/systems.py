@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter
 from pydantic import Field
@@ -10,7 +10,7 @@ from pydantic import Field
 from labq.api.deps import AdminDep, StateDep, UserDep
 from labq.api.events import tell
 from labq.api.openapi import answers
-from labq.api.schemas import Attributes, Body, ConditionLabel, Name, Reason
+from labq.api.schemas import INTEGRAL, NO_NUL, Attributes, Body, ConditionLabel, Name, Reason
 from labq.domain.inventory import InventoryError, parse_inventory
 from labq.domain.model import System
 from labq.domain.states import Condition
@@ -32,10 +32,45 @@ class SystemBody(Body):
     condition: ConditionLabel = "automated"
 
 
-class SystemPatch(Body):
-    """What to change on a system: its inventory (``labq.domain.inventory``), replaced whole."""
+Text = Annotated[str, Field(max_length=1000), NO_NUL]
+Bytes = Annotated[int, Field(ge=0, le=2**63 - 1), INTEGRAL]
 
-    inventory: dict[str, Any]
+
+class DeviceBody(Body):
+    """One device; every field is optional text."""
+
+    bus: Text = ""
+    driver: Text = ""
+    vendor_id: Text = ""
+    device_id: Text = ""
+    subsys_vendor_id: Text = ""
+    subsys_device_id: Text = ""
+    type: Text = ""
+    description: Text = ""
+
+
+class DiskBody(Body):
+    """One disk: its size in bytes, and optionally its sector sizes and model."""
+
+    size: Bytes
+    sector_size: Bytes = 0
+    phys_sector_size: Bytes = 0
+    model: Text = ""
+
+
+class InventoryBody(Body):
+    """What a system is made of; a key left out is unknown (``labq.domain.inventory``)."""
+
+    devices: list[DeviceBody] = Field(default_factory=list, max_length=4096)
+    disks: list[DiskBody] = Field(default_factory=list, max_length=4096)
+    cpu_flags: list[Text] = Field(default_factory=list, max_length=4096)
+    last_inventoried: Annotated[str, Field(max_length=64), NO_NUL] = ""  # ISO 8601 date(-time)
+
+
+class SystemPatch(Body):
+    """What to change on a system: its inventory, replaced whole."""
+
+    inventory: InventoryBody
 
 
 class ConditionBody(Body):
@@ -137,8 +172,8 @@ def set_condition(
 @router.patch("/{fqdn}", responses=answers(404, 422))
 def change_system(fqdn: str, body: SystemPatch, state: StateDep, admin: AdminDep) -> dict[str, Any]:
     """Replace a system's inventory (admins); the scheduler re-reads which jobs it suits."""
-    try:
-        inventory = parse_inventory(body.inventory)
+    try:  # fields left out stay unknown, so only what was sent counts
+        inventory = parse_inventory(body.inventory.model_dump(exclude_unset=True))
     except InventoryError as exc:
         raise InputError(exc.problem, place=exc.path) from None
     with transaction(state.engine) as repo:

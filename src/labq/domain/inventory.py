@@ -153,6 +153,8 @@ def _text(raw: object, path: str) -> str:
         raise InventoryError(path, f"expected text, got {type(raw).__name__}")
     if len(raw) > _MAX_TEXT:
         raise InventoryError(path, f"at most {_MAX_TEXT} characters")
+    if "\x00" in raw:
+        raise InventoryError(path, "must not contain a NUL character")
     return raw
 
 
