@@ -152,6 +152,10 @@ class Client:
         """``PUT`` a JSON body and decode the answer."""
         return self._send("PUT", path, json=body).json()
 
+    def patch(self, path: str, body: Any) -> Any:
+        """``PATCH`` a JSON body and decode the answer."""
+        return self._send("PATCH", path, json=body).json()
+
     def delete(self, path: str) -> Any:
         """``DELETE`` and decode the answer."""
         return self._send("DELETE", path).json()

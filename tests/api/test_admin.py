@@ -11,6 +11,7 @@ ADMIN_ONLY = [
     ("POST", "/labs", {"name": "lab2"}),
     ("POST", "/systems", {"fqdn": "s9.lab", "lab": "lab1"}),
     ("POST", "/systems/s1.lab/condition", {"condition": "broken", "reason": "disk"}),
+    ("PATCH", "/systems/s1.lab", {"inventory": {"cpu_flags": ["vmx"]}}),
     ("POST", "/pools", {"name": "gpu"}),
     ("POST", "/pools/perf/systems", {"fqdn": "s2.lab"}),
     ("DELETE", "/pools/perf/systems/s1.lab", None),
@@ -66,6 +67,48 @@ def test_system_add_and_condition_tell_the_scheduler_after_commit(lab: Lab) -> N
     assert shown["condition_reason"] == "fan"
     history = lab.get("/systems/s9.lab/history").json()["history"]
     assert [h["usage"] for h in history] == ["idle", "pending", "idle"]
+
+
+def test_an_inventory_is_set_shown_and_tells_the_scheduler(lab: Lab) -> None:
+    inventory = {
+        "devices": [{"driver": "e1000e", "vendor_id": "8086"}],
+        "disks": [{"size": 10**12, "model": "WD"}],
+        "last_inventoried": "2026-11-20T10:00:00",
+    }
+    assert lab.get("/systems/s1.lab").json()["inventory"] == {}
+    first = lab.client.patch(
+        "/api/v1/systems/s1.lab", json={"inventory": inventory}, headers=lab.auth("root")
+    )
+    assert first.status_code == 200, first.text
+    assert first.json()["changed"] is True
+    again = lab.client.patch(
+        "/api/v1/systems/s1.lab", json={"inventory": inventory}, headers=lab.auth("root")
+    )
+    assert again.json()["changed"] is False
+    assert lab.events.names() == ["access_changed"]  # once: the second changed nothing
+    shown = lab.get("/systems/s1.lab").json()["inventory"]
+    assert shown == {**inventory, "last_inventoried": "2026-11-20T10:00:00Z"}
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "words"),
+    [
+        ({"inventory": {"disks": [{"size": "big"}]}}, 422, "inventory.disks.0.size"),
+        ({"inventory": {"disks": [{"model": "x"}]}}, 422, "inventory.disks.0.size"),
+        ({"inventory": {"gpus": []}}, 422, "unknown field 'inventory.gpus'"),
+        ({"inventory": {"devices": [{"colour": "red"}]}}, 422, "inventory.devices.0.colour"),
+        ({"inventory": {"last_inventoried": "yesterday"}}, 422, "expected an ISO date-time"),
+        ({"inventory": []}, 422, "inventory"),
+        ({"colour": "red"}, 422, "colour"),
+    ],
+)
+def test_a_bad_inventory_is_refused_and_nothing_changes(lab: Lab, body, status, words) -> None:
+    before = lab.activity()
+    answer = lab.client.patch("/api/v1/systems/s1.lab", json=body, headers=lab.auth("root"))
+    assert answer.status_code == status, answer.text
+    assert words in answer.text
+    assert lab.activity() == before
+    assert lab.get("/systems/s1.lab").json()["inventory"] == {}
 
 
 def test_system_filters(lab: Lab) -> None:

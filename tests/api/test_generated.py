@@ -40,8 +40,10 @@ CHECKS = [
 ]
 
 # Well-shaped but refused with 422 for a reason beyond JSON Schema: a job document's
-# meaning, a lock level from the settings, a filter predicate's syntax, "until or for_s".
+# meaning, a lock level from the settings, a filter predicate's syntax, "until or for_s",
+# an inventory's time of last inventory (ISO 8601).
 SEMANTIC_422 = {
+    ("PATCH", "/api/v1/systems/{fqdn}"),
     ("POST", "/api/v1/jobs"),
     ("POST", "/api/v1/locks/acquire"),
     ("POST", "/api/v1/locks/release"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from labq.domain.inventory import Inventory, parse_inventory
 from labq.domain.model import System
 from labq.domain.states import Condition, Usage
 from labq.domain.usage import UsageRecord
@@ -124,3 +125,29 @@ def test_admin_changes_are_logged(seeded: Repository) -> None:
         ("pool", "add", "perf"),
         ("system", "add", "s1.lab"),
     } <= actions
+
+
+def test_an_inventory_is_stored_read_back_and_logged(seeded: Repository) -> None:
+    inventory = parse_inventory(
+        {
+            "devices": [{"driver": "e1000e", "bus": "pci"}],
+            "disks": [{"size": 512, "model": "x"}],
+            "cpu_flags": ["vmx"],
+            "last_inventoried": "2026-01-01",
+        }
+    )
+    assert seeded.get_system("s1.lab").inventory == Inventory()
+    assert seeded.set_inventory("s1.lab", inventory, actor=ADMIN, now=at(5)) is True
+    assert seeded.set_inventory("s1.lab", inventory, actor=ADMIN, now=at(6)) is False
+    assert seeded.get_system("s1.lab").inventory == inventory
+    assert seeded.get_system("s1.lab").facts()["disk_count"] == 1
+    logged = [e for e in seeded.activity(limit=50) if e.action == "inventory"]
+    assert [(e.object_kind, e.object_name) for e in logged] == [("system", "s1.lab")]
+    with pytest.raises(NotFoundError):
+        seeded.set_inventory("nope.lab", inventory, actor=ADMIN, now=at(7))
+
+
+def test_a_system_knows_when_it_was_added(seeded: Repository) -> None:
+    s1 = seeded.get_system("s1.lab")
+    assert s1.added == "2026-01-01T00:00:00Z"  # the seed adds everything at the tests' epoch
+    assert s1.facts()["added"] == s1.added

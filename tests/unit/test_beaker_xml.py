@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from labq.domain import requirements
+from labq.domain.inventory import parse_inventory
 from labq.domain.job import JobSpec
 from labq.domain.model import System
 from labq.domain.priority import Priority
@@ -216,6 +217,49 @@ def test_comments_and_processing_instructions_are_ignored():
         ('<system><lender value="qe"/></system>', {"lender": "qe"}),
         ('<system><numanodes op="&gt;" value="1"/></system>', {"numa_nodes": {">": 1}}),
         ('<system><hypervisor value=""/></system>', {"hypervisor": ""}),
+        ('<hypervisor op="!=" value=""/>', {"hypervisor": {"!=": ""}}),
+        # Beaker ignores a text leaf with no value (but not hypervisor: "" is "none")
+        ('<arch value=""/><system><vendor value=""/></system>', {"and": []}),
+        ('<system><last_inventoried value=""/></system>', {"last_inventoried": ""}),
+        (
+            '<system><last_inventoried op="&gt;=" value="2013-10-10"/></system>',
+            {"last_inventoried": {">=": "2013-10-10"}},
+        ),
+        ('<device driver="e1000e"/>', {"device": {"driver": "e1000e"}}),
+        ('<system><serial value="ABC1"/></system>', {"serial": "ABC1"}),
+        ('<system><powertype value="ipmilan"/></system>', {"power_type": "ipmilan"}),
+        ('<system><status value="Automated"/></system>', {"condition": "automated"}),
+        ('<group value="perf"/>', {"pool": "perf"}),
+        ('<system><added op="&lt;" value="2020-01-01"/></system>', {"added": {"<": "2020-01-01"}}),
+        ('<system><added value=""/></system>', {"and": []}),  # Beaker: no date, no condition
+        ('<system><user value="bob"/></system>', {"user": "bob"}),
+        ('<system><loaned op="!=" value=""/></system>', {"loaned": {"!=": ""}}),
+        ('<auto_prov value="true"/>', {"and": []}),  # every labq system is provisioned by its lab
+        ('<group op="!=" value=""/>', {"pool": {"!=": ""}}),
+        (
+            '<device op="=" driver="e1000e" vendor_id="8086" type="NET"/>',
+            {"device": {"and": [{"type": "NET"}, {"driver": "e1000e"}, {"vendor_id": "8086"}]}},
+        ),
+        ('<device op="like" driver="mlx%"/>', {"device": {"driver": {"like": "mlx%"}}}),
+        ('<device op="!=" driver="igb"/>', {"not": {"device": {"driver": "igb"}}}),
+        ('<device driver="" bus=""/>', {"and": []}),
+        ("<disk/>", {"disk": {"and": []}}),
+        (
+            '<disk><size op="&gt;" value="128" units="GiB"/></disk>',
+            {"disk": {"size": {">": 128 << 30}}},
+        ),
+        (
+            '<disk><size value="2" units="TB"/><model op="like" value="WD%"/></disk>',
+            {"disk": {"and": [{"size": 2 * 10**12}, {"model": {"like": "WD%"}}]}},
+        ),
+        ('<disk><sector_size value="4" units="KiB"/></disk>', {"disk": {"sector_size": 4096}}),
+        ('<disk><phys_sector_size value="512"/></disk>', {"disk": {"phys_sector_size": 512}}),
+        (
+            '<disk><or><model value="a"/><not><size value="1" units="kB"/></not></or></disk>',
+            {"disk": {"or": [{"model": "a"}, {"not": {"size": 1000}}]}},
+        ),
+        ('<disk_count op="&gt;=" value="2"/>', {"disk_count": {">=": 2}}),
+        ('<disk_space op="&gt;" value="1" units="TiB"/>', {"disk_space": {">": 1 << 40}}),
         ('<cpu><processors op="&gt;=" value="8"/></cpu>', {"cpus": {">=": 8}}),
         ('<cpu><cores value="4"/></cpu>', {"cpu_cores": 4}),
         ('<cpu><sockets value="2"/></cpu>', {"cpu_sockets": 2}),
@@ -371,15 +415,35 @@ BAD = [
     (job("<hostRequires>\n<memory op='&gt;'/></hostRequires>"), 5, ["needs the attribute value"]),
     (job("<hostRequires>\n<key_value key='and' value='1'/></hostRequires>"), 5, ["key_value key"]),
     (
-        job("<hostRequires>\n<disk><size value='1'/></disk></hostRequires>"),
+        job("<hostRequires>\n<disk><size value='1' units='gb'/></disk></hostRequires>"),
         5,
-        ["<disk> is not supported yet"],
+        ["unknown units 'gb' on <size>"],
     ),
     (
-        job("<hostRequires>\n<system><serial value='1'/></system></hostRequires>"),
+        job("<hostRequires>\n<disk><size value='1.5' units='TB'/></disk></hostRequires>"),
         5,
-        ["<serial> is not supported"],
+        ["<size> needs a whole number (of TB)"],
     ),
+    (job("<hostRequires>\n<disk><size op='like' value='1'/></disk></hostRequires>"), 5, ["like"]),
+    (job("<hostRequires>\n<disk><colour value='x'/></disk></hostRequires>"), 5, ["<colour>"]),
+    (job("<hostRequires>\n<device op='=' /></hostRequires>"), 5, ["<device> needs one of"]),
+    (job("<hostRequires>\n<device op='&gt;' driver='x'/></hostRequires>"), 5, ["<device> can"]),
+    (job("<hostRequires>\n<device colour='red'/></hostRequires>"), 5, ["unknown attribute"]),
+    (
+        job(
+            "<hostRequires>\n<system><last_inventoried value='10/10/2013'/></system></hostRequires>"
+        ),
+        5,
+        ["needs a date YYYY-MM-DD (or nothing)"],
+    ),
+    (job("<hostRequires>\n<disk_count value='two'/></hostRequires>"), 5, ["compares numbers"]),
+    (job("<hostRequires>\n<key_value key='device' value='1'/></hostRequires>"), 5, ["key_value"]),
+    (
+        job("<hostRequires>\n<system><added value='last week'/></system></hostRequires>"),
+        5,
+        ["<added> needs a date YYYY-MM-DD"],
+    ),
+    (job("<hostRequires>\n<auto_prov value='1'>x</auto_prov></hostRequires>"), 5, ["text"]),
     (
         job("<hostRequires>\n<cpu><name value='x'/></cpu></hostRequires>"),
         5,
@@ -588,3 +652,123 @@ def test_host_requirements_agree_with_an_independent_evaluation(parts, facts):
     host = host_of("".join(xml for xml, _ in parts))
     expected = conjunction([e for _, e in parts])(facts)
     assert requirements.matches(host, facts) is (True if expected is None else expected)
+
+
+# --- <disk> and <device> against an independent evaluation --------------------------
+
+UNIT_BYTES = {"bytes": 1, "kB": 1000, "KiB": 1024, "MB": 10**6, "GiB": 2**30, "TB": 10**12}
+DISKS = st.lists(
+    st.fixed_dictionaries(
+        {"size": st.sampled_from([0, 999, 1000, 1024, 10**6, 2**30, 10**12, 2 * 10**12])},
+        optional={"model": st.sampled_from(["WD", "Intel"])},
+    ),
+    max_size=3,
+)
+DISK_LEAVES = st.lists(
+    st.tuples(
+        st.sampled_from(sorted(ORDER_OPS | EQUAL_OPS)),
+        st.sampled_from([1, 2, 1000]),
+        st.sampled_from(sorted(UNIT_BYTES)),
+    ),
+    max_size=2,
+)
+
+
+@given(DISKS, DISK_LEAVES, st.sampled_from([None, "WD"]))
+def test_a_disk_requirement_is_one_disk_meeting_all_of_it(disks, sizes, model):
+    xml = "".join(f"<size op={quoteattr(op)} value='{v}' units='{u}'/>" for op, v, u in sizes) + (
+        f"<model value='{model}'/>" if model else ""
+    )
+    host = host_of(f"<disk>{xml}</disk>")
+    ops = {**ORDER_OPS, **EQUAL_OPS}
+
+    def meets(disk):
+        fits = all(ops[op](disk["size"], v * UNIT_BYTES[u]) for op, v, u in sizes)
+        return fits and (model is None or disk.get("model") == model)
+
+    system = System(fqdn="a", lab="l", inventory=parse_inventory({"disks": disks}))
+    assert requirements.matches(host, system.facts()) is any(meets(d) for d in disks)
+
+
+# --- custom distros, foreign namespaces, notify -------------------------------------
+
+CUSTOM_DISTRO = """<distro>
+<tree url="ftp://lab/distros/My1.0/Server/i386/os/"/>
+<initrd url="pxeboot/initrd"/>
+<kernel url="pxeboot/vmlinuz"/>
+<arch value="i386"/>
+<osversion major="RedHatEnterpriseLinux7" minor="4"/>
+<name value="MyCustomLinux1.0"/>
+</distro>"""
+
+
+def test_a_custom_distro_is_provisioning_metadata_and_narrows_the_arch():
+    spec = parse_beaker(job(CUSTOM_DISTRO + "<task name='/a'/>"), source="job.xml")
+    recipe = spec.recipe_sets[0].recipes[0]
+    assert recipe.metadata["distro"] == {
+        "tree": "ftp://lab/distros/My1.0/Server/i386/os/",
+        "initrd": "pxeboot/initrd",
+        "kernel": "pxeboot/vmlinuz",
+        "arch": "i386",
+        "osversion": {"major": "RedHatEnterpriseLinux7", "minor": "4"},
+        "name": "MyCustomLinux1.0",
+    }
+    assert requirements.to_native(recipe.host) == {"arch": "i386"}
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ("<distro><tree url='x'/></distro>", "<distro> needs <kernel>"),
+        (CUSTOM_DISTRO.replace('<arch value="i386"/>', ""), "<distro> needs <arch>"),
+        (CUSTOM_DISTRO.replace("<name", "<colour"), "unknown element <colour> in <distro>"),
+        (CUSTOM_DISTRO.replace('url="pxeboot/initrd"', ""), "<initrd> needs the attribute url"),
+        (CUSTOM_DISTRO + "<distroRequires/>", "<distroRequires> or a custom <distro>, not both"),
+        ("<distroRequires/>" + CUSTOM_DISTRO, "<distroRequires> or a custom <distro>, not both"),
+        (CUSTOM_DISTRO.replace("<name", "<arch value='x'/><name"), "only one <arch>"),
+    ],
+)
+def test_bad_custom_distros_are_refused(body, words):
+    with pytest.raises(InputError, match=words.replace("(", r"\(")):
+        parse_beaker(job(body), source="job.xml")
+
+
+def test_foreign_namespace_elements_are_kept_never_refused():
+    text = (
+        "<job xmlns:b='http://example.com/bar'>\n<b:option>--foobar</b:option>"
+        "<recipeSet><f:x xmlns:f='http://example.com/foo' a='1'/><recipe>"
+        "<b:note>ok <b:deep/></b:note></recipe></recipeSet></job>"
+    )
+    spec = parse_beaker(text, source="job.xml")
+    assert spec.metadata["extensions"] == [
+        {
+            "place": "/job/b:option",
+            "xml": '<b:option xmlns:b="http://example.com/bar">--foobar</b:option>',
+        },
+        {  # each kept element carries the namespaces it may use: it reads on its own
+            "place": "/job/recipeSet/f:x",
+            "xml": '<f:x xmlns:f="http://example.com/foo" xmlns:b="http://example.com/bar" a="1"/>',
+        },
+        {
+            "place": "/job/recipeSet/recipe/b:note",
+            "xml": '<b:note xmlns:b="http://example.com/bar">ok <b:deep/></b:note>',
+        },
+    ]
+    # an element of no namespace is still checked
+    with pytest.raises(InputError, match="unknown element <option> in <job>"):
+        parse_beaker("<job><option/><recipeSet><recipe/></recipeSet></job>", source="j.xml")
+
+
+def test_notify_cc_duplicates_collapse_in_order():
+    text = (
+        "<job><notify><cc>b@x</cc><cc>a@x</cc><cc>b@x</cc></notify>"
+        "<recipeSet><recipe/></recipeSet></job>"
+    )
+    assert parse_beaker(text, source="j.xml").metadata["cc"] == ["b@x", "a@x"]
+
+
+def test_a_results_document_is_refused_as_such():
+    with pytest.raises(InputError) as caught:
+        parse_beaker("<job id='1' status='Running'><recipeSet/></job>", source="j.xml")
+    assert "<job id=...> is a document Beaker wrote about a job it ran" in str(caught.value)
+    assert "bkr job-clone" in str(caught.value)

@@ -54,7 +54,7 @@ class Events(Protocol):
         """A system's condition changed (and its usage with it)."""
 
     def access_changed(self) -> None:
-        """Pools, pool membership or access rules changed."""
+        """Pools, pool membership, access rules or a system's inventory changed."""
 
     def locks_changed(self, set_id: int) -> None:
         """A running set took or let go of locks (its spv weight on others changes)."""

@@ -1,8 +1,8 @@
-"""``/systems``: list (by lab, by pool), show, usage history; add and condition (admins)."""
+"""``/systems``: list (by lab, by pool), show, usage history; add, condition, inventory (admins)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter
 from pydantic import Field
@@ -10,9 +10,11 @@ from pydantic import Field
 from labq.api.deps import AdminDep, StateDep, UserDep
 from labq.api.events import tell
 from labq.api.openapi import answers
-from labq.api.schemas import Attributes, Body, ConditionLabel, Name, Reason
+from labq.api.schemas import INTEGRAL, NO_NUL, Attributes, Body, ConditionLabel, Name, Reason
+from labq.domain.inventory import InventoryError, parse_inventory
 from labq.domain.model import System
 from labq.domain.states import Condition
+from labq.errors import InputError
 from labq.store import reading, transaction
 
 router = APIRouter(prefix="/systems", tags=["systems"])
@@ -30,6 +32,47 @@ class SystemBody(Body):
     condition: ConditionLabel = "automated"
 
 
+Text = Annotated[str, Field(max_length=1000), NO_NUL]
+Bytes = Annotated[int, Field(ge=0, le=2**63 - 1), INTEGRAL]
+
+
+class DeviceBody(Body):
+    """One device; every field is optional text."""
+
+    bus: Text = ""
+    driver: Text = ""
+    vendor_id: Text = ""
+    device_id: Text = ""
+    subsys_vendor_id: Text = ""
+    subsys_device_id: Text = ""
+    type: Text = ""
+    description: Text = ""
+
+
+class DiskBody(Body):
+    """One disk: its size in bytes, and optionally its sector sizes and model."""
+
+    size: Bytes
+    sector_size: Bytes = 0
+    phys_sector_size: Bytes = 0
+    model: Text = ""
+
+
+class InventoryBody(Body):
+    """What a system is made of; a key left out is unknown (``labq.domain.inventory``)."""
+
+    devices: list[DeviceBody] = Field(default_factory=list, max_length=4096)
+    disks: list[DiskBody] = Field(default_factory=list, max_length=4096)
+    cpu_flags: list[Text] = Field(default_factory=list, max_length=4096)
+    last_inventoried: Annotated[str, Field(max_length=64), NO_NUL] = ""  # ISO 8601 date(-time)
+
+
+class SystemPatch(Body):
+    """What to change on a system: its inventory, replaced whole."""
+
+    inventory: InventoryBody
+
+
 class ConditionBody(Body):
     """A new condition, and why."""
 
@@ -44,6 +87,7 @@ def system_json(system: System, reason: str | None = None) -> dict[str, Any]:
         "lab": system.lab,
         "arch": system.arch,
         "attributes": system.attributes,
+        "inventory": system.inventory.to_json(),
         "pools": sorted(system.pools),
         "owner": system.owner,
         "condition": system.condition.value,
@@ -123,3 +167,18 @@ def set_condition(
     if changed:
         tell(lambda: state.events.condition_changed(fqdn))
     return {**system_json(system, body.reason), "changed": changed}
+
+
+@router.patch("/{fqdn}", responses=answers(404, 422))
+def change_system(fqdn: str, body: SystemPatch, state: StateDep, admin: AdminDep) -> dict[str, Any]:
+    """Replace a system's inventory (admins); the scheduler re-reads which jobs it suits."""
+    try:  # fields left out stay unknown, so only what was sent counts
+        inventory = parse_inventory(body.inventory.model_dump(exclude_unset=True))
+    except InventoryError as exc:
+        raise InputError(exc.problem, place=exc.path) from None
+    with transaction(state.engine) as repo:
+        changed = repo.set_inventory(fqdn, inventory, actor=admin.name, now=state.clock())
+        system = repo.get_system(fqdn)
+    if changed:  # its facts changed, so may the classes it meets: as a pool change does
+        tell(state.events.access_changed)
+    return {**system_json(system), "changed": changed}

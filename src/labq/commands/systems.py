@@ -1,8 +1,10 @@
-"""``labq system``: add, list, show, change condition, usage history."""
+"""``labq system``: add, list, show, set the inventory, change condition, usage history."""
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 from typing import Any
 
 import click
@@ -98,7 +100,57 @@ def show_system(ctx: click.Context, fqdn: str, as_json: bool) -> None:
     """Show one system."""
     found = api(ctx).get(f"/systems/{fqdn}")
     keys = ["fqdn", "lab", "arch", "owner", "condition", "condition_reason", "usage", "recipe"]
-    show(found, as_json, lambda d: fields(d, [*keys, "pools", "attributes"]))
+
+    def render(d: dict[str, Any]) -> str:
+        head = fields(d, [*keys, "pools", "attributes"])
+        return "\n".join([head, *inventory_lines(d.get("inventory") or {})])
+
+    show(found, as_json, render)
+
+
+def inventory_lines(inventory: dict[str, Any]) -> list[str]:
+    """The inventory as ``labq system show`` prints it: one line per device and disk."""
+    out = [f"last_inventoried: {inventory.get('last_inventoried') or 'never'}"]
+    if "cpu_flags" in inventory:
+        out.append(f"cpu_flags: {cell(inventory['cpu_flags'])}")
+    for name in ("devices", "disks"):
+        items = inventory.get(name)
+        if items is None:
+            continue
+        out.append(f"{name}: {len(items)}")
+        out.extend(f"  - {cell(item)}" for item in items)
+    return out
+
+
+@system.command("set")
+@click.argument("fqdn")
+@click.option(
+    "--inventory",
+    "inventory_file",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A JSON file: devices, disks, cpu_flags, last_inventoried (replaces the old one).",
+)
+@json_option
+@click.pass_context
+def set_system(ctx: click.Context, fqdn: str, inventory_file: Path, as_json: bool) -> None:
+    """Set what a system is made of (its inventory), which host requirements read."""
+    try:
+        inventory = json.loads(inventory_file.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"cannot read it: {exc.strerror}", source=str(inventory_file)) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        line = getattr(exc, "lineno", None)
+        problem = getattr(exc, "msg", str(exc))
+        raise InputError(f"not JSON: {problem}", source=str(inventory_file), line=line) from None
+    changed = api(ctx).patch(f"/systems/{fqdn}", {"inventory": inventory})
+
+    def render(d: dict[str, Any]) -> str:
+        if not d["changed"]:
+            return f"{d['fqdn']} had that inventory already"
+        return f"{d['fqdn']}: inventory set"
+
+    show(changed, as_json, render)
 
 
 @system.command("condition")

@@ -184,10 +184,15 @@ def run_hook(
     log_path: Path,
     cancel_event: threading.Event | None = None,
     grace: float = DEFAULT_GRACE,
+    extra_env: Mapping[str, str] | None = None,
 ) -> None:
-    """Run one hook for one system, without a shell; raise :class:`HookError` unless it exits 0."""
+    """Run one hook for one system, without a shell; raise :class:`HookError` unless it exits 0.
+
+    ``extra_env``: more variables (the recipe's provisioning request, for ``reimage``).
+    """
     argv = render(hook, template, system)
     env = base_environment()
+    env.update(extra_env or {})
     env.update(LABQ_HOOK=hook, LABQ_FQDN=system.fqdn, LABQ_LAB=system.lab, LABQ_ARCH=system.arch)
     if system.guest_of is not None:
         env.update(LABQ_HOST_FQDN=system.guest_of, LABQ_GUEST_ARGS=system.guest_args or "")
@@ -239,6 +244,7 @@ class HookedBackend:
         system: SystemInfo,
         log_dir: Path,
         cancel_event: threading.Event | None = None,
+        extra_env: Mapping[str, str] | None = None,
     ) -> None:
         template = self.hooks.template(name)
         if template is not None:
@@ -250,17 +256,19 @@ class HookedBackend:
                 log_path=log_dir / f"hook-{name}.log",
                 cancel_event=cancel_event,
                 grace=self.grace,
+                extra_env=extra_env,
             )
 
     def provision(
         self, system: SystemInfo, workspace: Workspace, *, cancel_event: threading.Event
     ) -> None:
-        """Power on, reimage (a guest: create it), then let the backend lay out the workspace."""
+        """Power on, reimage (told what the recipe asks: a custom distro, say), then lay out;
+        a guest is created instead."""
         if system.guest_of is not None:
             self._hook("guest_create", system, workspace.log_dir, cancel_event)
         else:
             self._hook("power_on", system, workspace.log_dir, cancel_event)
-            self._hook("reimage", system, workspace.log_dir, cancel_event)
+            self._hook("reimage", system, workspace.log_dir, cancel_event, workspace.provision)
         self.inner.provision(system, workspace, cancel_event=cancel_event)
 
     def put_task(self, system: SystemInfo, source: Path, relpath: str) -> None:

@@ -78,6 +78,7 @@ class RecipePlan:
     tasks: tuple[TaskPlan, ...] = ()
     role: str | None = None
     guests: tuple[GuestPlan, ...] = ()
+    provision: Mapping[str, str] = field(default_factory=dict)  # for the reimage hook
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,7 @@ class Workspace:
     log_dir: Path
     checkout: Path | None = None
     commit: str | None = None
+    provision: Mapping[str, str] = field(default_factory=dict)  # the reimage hook's extra env
 
 
 def task_path(name: str) -> PurePosixPath:

@@ -374,7 +374,9 @@ class _SetRun:
         r.touched = True
         self.reporter.recipe_state(r.plan.id, RecipeState.INSTALLING)
         self.reporter.log(f"{r.label}: provisioning")
-        workspace = Workspace(r.log_dir, self.workspace_dir, self.plan.ref_commit)
+        workspace = Workspace(
+            r.log_dir, self.workspace_dir, self.plan.ref_commit, provision=r.plan.provision
+        )
         try:
             r.backend.provision(r.plan.system, workspace, cancel_event=self.stop)
         except Exception as exc:

@@ -57,6 +57,7 @@ from labq.dispatch.hooks import HOOK_NAMES, HookedBackend, HookSet
 from labq.dispatch.identity import DYNAMIC, DynamicUsers, TaskUser, fixed_user, parse_range
 from labq.dispatch.logs import set_log_dir
 from labq.dispatch.plan import GuestPlan, RecipePlan, SetPlan, SystemInfo, TaskPlan
+from labq.dispatch.provisioning import provision_environment
 from labq.dispatch.results import SetOutcome
 from labq.dispatch.runner import BackendFor, run_set
 from labq.domain.job import TaskSpec
@@ -120,7 +121,14 @@ def load_plan(repo: Repository, set_id: int) -> SetPlan:
             for n, guest in enumerate(spec.guests, start=1)
         )
         recipes.append(
-            RecipePlan(id=recipe.id, system=info, tasks=tasks, role=spec.role, guests=guests)
+            RecipePlan(
+                id=recipe.id,
+                system=info,
+                tasks=tasks,
+                role=spec.role,
+                guests=guests,
+                provision=provision_environment(spec.metadata),
+            )
         )
     ref = job.spec.ref
     return SetPlan(

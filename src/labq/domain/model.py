@@ -6,8 +6,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
+from labq.domain.inventory import Inventory
 from labq.domain.priority import Priority
-from labq.domain.requirements import Facts, Requirement, Scalar, matches
+from labq.domain.requirements import Fact, Facts, Requirement, Scalar, matches
 from labq.domain.states import Condition, Usage
 
 EVERYBODY: Final = "everybody"
@@ -34,12 +35,20 @@ class System:
     condition: Condition = Condition.AUTOMATED
     usage: Usage = Usage.IDLE
     recipe: int | None = None  # the recipe that holds it, if one does
+    inventory: Inventory = field(default_factory=Inventory)
+    # when it was added (UTC, ``YYYY-MM-DDTHH:MM:SSZ``), as the store knows it; not identity
+    added: str | None = field(default=None, compare=False)
 
     def facts(self) -> Facts:
-        """The properties host requirements are evaluated against."""
-        out: dict[str, Scalar | frozenset[str]] = {
-            k: v for k, v in self.attributes.items() if k not in _BUILTIN_FACTS
-        }
+        """The properties host requirements are evaluated against.
+
+        The inventory's facts win over attributes of the same name: they are
+        what the system was found to have.
+        """
+        out: dict[str, Fact] = {k: v for k, v in self.attributes.items() if k not in _BUILTIN_FACTS}
+        out.update(self.inventory.facts())
+        if self.added is not None:
+            out["added"] = self.added
         out.update(fqdn=self.fqdn, lab=self.lab, arch=self.arch, pool=self.pools)
         out["condition"] = self.condition.value
         if self.owner is not None:

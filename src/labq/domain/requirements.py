@@ -4,11 +4,18 @@ The native form is a mapping ``property -> value`` or ``property -> {op: value}`
 whose entries must all hold, with ``and``/``or`` (lists of such mappings) and
 ``not`` (one mapping) to combine them. A list value means "one of these".
 
-Properties: ``fqdn``, ``lab``, ``arch``, ``owner``, ``pool`` (a system has many:
-``=`` asks for membership) and any attribute (``memory_mb``, ``cpus``,
-``machine_type``, ``model``, ...). A system without the property satisfies only
-``!=``. Values compare as numbers when both sides are numbers, else as text;
+Properties: ``fqdn``, ``lab``, ``arch``, ``owner``, ``pool`` and ``cpu_flag`` (a
+system has many: ``=`` asks for membership), any attribute (``memory_mb``, ``cpus``,
+``machine_type``, ``model``, ...) and the inventory's ``disk_count``, ``disk_space``
+and ``last_inventoried``. A system without the property satisfies only ``!=``; an
+empty value is no value (``hypervisor: ""`` asks for a system that records none).
+Values compare as numbers when both sides are numbers, by day when the wanted value
+is a ``YYYY-MM-DD`` date and the system's an ISO date or date-time, else as text;
 ``like`` is SQL ``LIKE`` (``%`` any run, ``_`` one character), case-insensitive.
+
+``device`` and ``disk`` (``COLLECTIONS``) take a mapping that one item of the
+system's inventory must satisfy as a whole: ``{"device": {"driver": "e1000e",
+"vendor_id": "8086"}}`` wants one device with both, not two devices with one each.
 """
 
 from __future__ import annotations
@@ -21,13 +28,17 @@ from functools import lru_cache
 from typing import Any, Final, TypeVar, Union
 
 Scalar = str | int | float | bool
+Item = Mapping[str, Scalar]  # one device or disk of a system's inventory
 _T = TypeVar("_T", float, str)
 
 OPERATORS: Final = ("=", "!=", "<", "<=", ">", ">=", "like")
-SET_PROPERTIES: Final = frozenset({"pool"})
+SET_PROPERTIES: Final = frozenset({"pool", "cpu_flag"})
+COLLECTIONS: Final = frozenset({"device", "disk"})
 _SET_OPERATORS: Final = frozenset({"=", "!=", "like"})
 _COMBINERS: Final = frozenset({"and", "or", "not"})
 _PROPERTY_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:/-]*$")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_DATED = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ].*)?$")
 
 
 @dataclass(frozen=True)
@@ -60,10 +71,19 @@ class Negation:
     term: Requirement
 
 
-Requirement = Union[Compare, AllOf, AnyOf, Negation]  # noqa: UP007 - recursive alias
+@dataclass(frozen=True)
+class Some:
+    """At least one item of a collection (``device``, ``disk``) satisfies the term."""
+
+    collection: str
+    term: Requirement
+
+
+Requirement = Union[Compare, AllOf, AnyOf, Negation, Some]  # noqa: UP007 - recursive alias
 ANY_SYSTEM: Final[Requirement] = AllOf(())
 
-Facts = Mapping[str, Scalar | frozenset[str]]
+Fact = Scalar | frozenset[str] | tuple[Item, ...]
+Facts = Mapping[str, Fact]
 
 
 class RequirementError(ValueError):
@@ -82,7 +102,7 @@ def parse(raw: object, path: str = "host") -> Requirement:
     """Read the native form into an expression, or raise RequirementError."""
     if raw is None:
         return ANY_SYSTEM
-    if isinstance(raw, Compare | AllOf | AnyOf | Negation):
+    if isinstance(raw, Compare | AllOf | AnyOf | Negation | Some):
         return raw
     if not isinstance(raw, Mapping):
         raise RequirementError(path, f"expected a mapping of property to value, got {_kind(raw)}")
@@ -102,6 +122,10 @@ def _parse_entry(key: str, value: object, path: str) -> list[Requirement]:
         return [AllOf(parts) if key == "and" else AnyOf(parts)]
     if key == "not":
         return [Negation(parse(value, path))]
+    if key in COLLECTIONS:
+        if not isinstance(value, Mapping):
+            raise RequirementError(path, f"'{key}' takes a mapping of its properties")
+        return [Some(key, parse(value, path))]
     if not _PROPERTY_NAME.match(key):
         raise RequirementError(path, f"{key!r} is not a property name")
     if isinstance(value, Mapping):
@@ -146,6 +170,8 @@ def _kind(value: object) -> str:
 
 def to_native(req: Requirement) -> dict[str, Any]:
     """The native mapping for an expression; ``parse(to_native(r)) == r`` up to nesting."""
+    if isinstance(req, Some):
+        return {req.collection: to_native(req.term)}
     if isinstance(req, Compare):
         return {req.prop: req.value if req.op == "=" else {req.op: req.value}}
     if isinstance(req, Negation):
@@ -169,6 +195,8 @@ def signature(req: Requirement) -> str:
 
 
 def _canonical(req: Requirement) -> object:
+    if isinstance(req, Some):
+        return ["some", req.collection, _canonical(req.term)]
     if isinstance(req, Compare):
         return [req.prop, req.op, req.value]
     if isinstance(req, Negation):
@@ -181,9 +209,11 @@ def _canonical(req: Requirement) -> object:
 
 
 def properties(req: Requirement) -> frozenset[str]:
-    """Every property an expression reads."""
+    """Every property an expression reads (a collection counts as one)."""
     if isinstance(req, Compare):
         return frozenset({req.prop})
+    if isinstance(req, Some):
+        return frozenset({req.collection})
     if isinstance(req, Negation):
         return properties(req.term)
     out: frozenset[str] = frozenset()
@@ -203,10 +233,35 @@ def matches(req: Requirement, facts: Facts) -> bool:
         return all(matches(t, facts) for t in req.terms)
     if isinstance(req, AnyOf):
         return any(matches(t, facts) for t in req.terms)
+    if isinstance(req, Some):
+        items = facts.get(req.collection)
+        return isinstance(items, tuple) and any(matches(req.term, item) for item in items)
     return not matches(req.term, facts)
 
 
-def _holds(cmp: Compare, actual: Scalar | frozenset[str] | None) -> bool:
+def exact(cmp: Compare) -> bool:
+    """Whether the term holds exactly for systems whose fact equals its value.
+
+    Such a term can be looked up in an index of facts. Not so: an empty value
+    (it matches a system without the property), a date (it matches any time of
+    that day) and a property a system has several values of.
+    """
+    if cmp.op != "=" or cmp.prop in SET_PROPERTIES:
+        return False
+    return cmp.value != "" and not _is_date(cmp.value)
+
+
+def _is_date(value: Scalar) -> bool:
+    return isinstance(value, str) and _DATE.match(value) is not None
+
+
+def _holds(cmp: Compare, actual: Fact | None) -> bool:
+    if isinstance(actual, tuple):
+        return False  # a collection is read through Some, never compared whole
+    if actual == "" or actual == frozenset():
+        actual = None  # Beaker: an empty value is no value
+    if cmp.value == "":
+        return _holds_empty(cmp.op, actual)
     if actual is None:
         return cmp.op == "!="
     if isinstance(actual, frozenset):
@@ -220,7 +275,18 @@ def _holds(cmp: Compare, actual: Scalar | frozenset[str] | None) -> bool:
     a, w = _number(actual), _number(cmp.value)
     if a is not None and w is not None:
         return _ordered(a, cmp.op, w)
+    if _is_date(cmp.value) and isinstance(actual, str) and _DATED.match(actual):
+        return _ordered(actual[:10], cmp.op, str(cmp.value))  # by day: ISO dates sort as text
     return _ordered(_text(actual), cmp.op, _text(cmp.value))
+
+
+def _holds_empty(op: str, actual: Scalar | frozenset[str] | None) -> bool:
+    """``prop = ""`` asks for no value, ``!=`` for some; an order against nothing never holds."""
+    if op in ("=", "like"):
+        return actual is None
+    if op == "!=":
+        return actual is not None
+    return False
 
 
 def _ordered(left: _T, op: str, right: _T) -> bool:

@@ -111,6 +111,44 @@ def _partitions(doc: XmlDoc, el: etree._Element) -> list[Any]:
     return _items(doc, el, "partition", partition)
 
 
+_DISTRO_URLS: Final = ("tree", "kernel", "initrd")
+_DISTRO_VALUES: Final = ("arch", "name", "variant")
+
+
+def custom_distro(doc: XmlDoc, el: etree._Element) -> dict[str, Any]:
+    """``<distro>``: a tree Beaker does not know, given by URLs (passed to the reimage hook).
+
+    ``tree``, ``kernel``, ``initrd``, ``arch`` and ``osversion major=`` are required;
+    ``name``, ``variant`` and ``osversion minor=`` optional. Kernel and initrd URLs
+    may be relative to the tree's, as in Beaker.
+    """
+    doc.attributes(el, ())
+    out: dict[str, Any] = {}
+    for child in doc.children(el):
+        tag = str(child.tag)
+        if tag in out:
+            raise doc.error(child, f"<distro> may have only one <{tag}>")
+        if tag in _DISTRO_URLS:
+            attrs = doc.attributes(child, ("url",))
+            out[tag] = doc.required(child, attrs, "url")
+        elif tag in _DISTRO_VALUES:
+            attrs = doc.attributes(child, ("value",))
+            out[tag] = doc.required(child, attrs, "value")
+        elif tag == "osversion":
+            attrs = doc.attributes(child, ("major", "minor"))
+            version = {"major": doc.required(child, attrs, "major")}
+            if "minor" in attrs:
+                version["minor"] = attrs["minor"].strip()
+            out[tag] = version
+        else:
+            raise doc.unknown(child)
+        doc.leaf(child)
+    for needed in (*_DISTRO_URLS, "arch", "osversion"):
+        if needed not in out:
+            raise doc.error(el, f"<distro> needs <{needed}>")
+    return out
+
+
 def _kickstart(doc: XmlDoc, el: etree._Element) -> str:
     doc.attributes(el, ())
     return doc.text(el)

@@ -15,7 +15,7 @@ from lxml import etree
 from labq.domain.job import JobSpec
 from labq.domain.priority import Priority
 from labq.formats import beaker_host
-from labq.formats.beaker_extras import EXTRAS, integer
+from labq.formats.beaker_extras import EXTRAS, custom_distro, integer
 from labq.formats.origins import Origins
 from labq.formats.source import MAX_DEPTH, DocPath
 from labq.formats.xmltree import XmlDoc, load_xml
@@ -38,6 +38,7 @@ class _Reader:
     def __init__(self, doc: XmlDoc, origins: Origins) -> None:
         self.doc = doc
         self.origins = origins
+        self.extensions: list[dict[str, str]] = []  # elements of other namespaces, in order
 
     def note(self, path: DocPath, el: etree._Element) -> None:
         self.origins.add(path, self.doc.line(el), self.doc.place(el))
@@ -46,6 +47,13 @@ class _Reader:
         doc = self.doc
         if el.tag != "job":
             raise doc.error(el, f"the document must be a <job>, not <{el.tag}>")
+        if "id" in el.attrib:
+            raise doc.error(
+                el,
+                "<job id=...> is a document Beaker wrote about a job it ran (results, or a "
+                "recipe served to its harness), not a job to submit; "
+                "'bkr job-clone --xml J:ID' gives the job itself",
+            )
         attrs = doc.attributes(el, ("group", "retention_tag", "product"))
         self.note((), el)
         data: dict[str, Any] = {"recipe_sets": []}
@@ -58,6 +66,8 @@ class _Reader:
                 index = len(data["recipe_sets"])
                 data["recipe_sets"].append(self.recipe_set(child, ("recipe_sets", index)))
                 continue
+            if self.foreign(child):
+                continue
             doc.once(child, el, seen)
             if child.tag == "whiteboard":
                 doc.attributes(child, ())
@@ -68,19 +78,30 @@ class _Reader:
                 raise doc.unknown(child)
         if not data["recipe_sets"]:
             raise doc.error(el, "<job> has no <recipeSet>")
+        if self.extensions:
+            metadata["extensions"] = self.extensions
         data["metadata"] = metadata
         return data
 
+    def foreign(self, el: etree._Element) -> bool:
+        """Keep an element of another XML namespace (Beaker's extension point) whole."""
+        if etree.QName(el).namespace is None:
+            return False
+        xml = etree.tostring(el, encoding="unicode", with_tail=False)
+        self.extensions.append({"place": self.doc.place(el), "xml": xml})
+        return True
+
     def notify(self, el: etree._Element) -> list[str]:
+        """The cc addresses, each once (Beaker collapses duplicates too)."""
         doc = self.doc
         doc.attributes(el, ())
-        out = []
+        out: dict[str, None] = {}
         for child in doc.children(el):
             if child.tag != "cc":
                 raise doc.unknown(child)
             doc.attributes(child, ())
-            out.append(doc.text(child))
-        return out
+            out.setdefault(doc.text(child))
+        return list(out)
 
     def recipe_set(self, el: etree._Element, path: DocPath) -> dict[str, Any]:
         doc = self.doc
@@ -92,6 +113,8 @@ class _Reader:
         if "max_retries" in attrs:
             out["max_retries"] = integer(doc, el, "max_retries", attrs["max_retries"])
         for child in doc.children(el):
+            if self.foreign(child):
+                continue
             if child.tag != "recipe":
                 raise self.refuse(child)
             index = len(out["recipes"])
@@ -123,18 +146,25 @@ class _Reader:
                 index = len(out["guests"])
                 out["guests"].append(self.guest(child, (*path, "guests", index)))
                 continue
+            if self.foreign(child):
+                continue
             doc.once(child, el, seen)
             if tag == "hostRequires":
                 self.note((*path, "host"), child)
                 host = self.host_requires(child, out)
             elif tag == "distroRequires":
                 doc.attributes(child, ())
+                _one_distro(doc, child, metadata)
                 metadata["distro_requires"] = beaker_host.distro_requirement(doc, child)
+            elif tag == "distro":
+                _one_distro(doc, child, metadata)
+                metadata["distro"] = custom_distro(doc, child)
             elif tag in EXTRAS:
                 metadata[tag] = EXTRAS[tag](doc, child)
             else:
                 raise self.refuse(child)
-        out["host"] = _with_distro_arch(host, metadata.get("distro_requires"), out)
+        distro = metadata.get("distro_requires") or metadata.get("distro")
+        out["host"] = _with_distro_arch(host, distro, out)
         out["metadata"] = metadata
         if not out["guests"]:
             del out["guests"]
@@ -182,6 +212,8 @@ class _Reader:
             out["role"] = attrs["role"]
         seen: set[str] = set()
         for child in doc.children(el):
+            if self.foreign(child):
+                continue
             doc.once(child, el, seen)
             if child.tag == "params":
                 self.note((*path, "params"), child)
@@ -228,6 +260,11 @@ def _priority(doc: XmlDoc, el: etree._Element, text: str) -> str:
     except ValueError:
         names = ", ".join(p.name.capitalize() for p in Priority)
         raise doc.error(el, f"unknown priority {text!r} (expected one of {names})") from None
+
+
+def _one_distro(doc: XmlDoc, el: etree._Element, metadata: dict[str, Any]) -> None:
+    if "distro" in metadata or "distro_requires" in metadata:
+        raise doc.error(el, "a recipe has <distroRequires> or a custom <distro>, not both")
 
 
 def _with_distro_arch(

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from labq.domain.model import EVERYBODY, AccessPolicy
 from labq.domain.priority import Priority
-from labq.domain.requirements import SET_PROPERTIES, AllOf, Compare, Requirement, matches
+from labq.domain.requirements import AllOf, Compare, Requirement, exact, matches
 from labq.domain.states import Condition
 from labq.scheduler.entries import SchedulerConfig, SetEntry, SystemEntry, ViabilityClass
 from labq.scheduler.order import OrderKey, order_key
@@ -74,17 +74,14 @@ def _norm(value: object) -> tuple[str, object]:
 def _equalities(requirement: Requirement) -> list[FactKey]:
     """``prop = value`` terms every matching system must satisfy (top level only)."""
     terms = requirement.terms if isinstance(requirement, AllOf) else (requirement,)
-    return [
-        (t.prop, _norm(t.value))
-        for t in terms
-        if isinstance(t, Compare) and t.op == "=" and t.prop not in SET_PROPERTIES
-    ]
+    return [(t.prop, _norm(t.value)) for t in terms if isinstance(t, Compare) and exact(t)]
 
 
 def _fact_keys(system: SystemEntry) -> list[FactKey]:
     out = []
     for prop, value in system.facts.items():
-        if not isinstance(value, frozenset):
+        # sets and collections are never looked up; an empty value is no value
+        if not isinstance(value, frozenset | tuple) and value != "":
             out.append((prop, _norm(value)))
     return out
 

@@ -47,7 +47,7 @@ def decide(
             repo, core, core.change_condition(system.fqdn, system.condition, at), now=now
         )
     if event.kind == "access":
-        # pools change systems' facts and which classes they meet: rebuild (a rare admin act)
+        # pools and inventories change systems' facts and the classes they meet: rebuild (rare)
         fresh = bridge.rebuild(repo, service.settings.scheduler())
         service.core = fresh
         free = sorted(f for systems in fresh.free.values() for f in systems)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, insert, or_, select
+from sqlalchemy import ColumnElement, func, insert, or_, select, update
 from sqlalchemy.orm import InstrumentedAttribute
 
+from labq.domain.inventory import Inventory, parse_inventory
 from labq.domain.lifecycle import usage_after_condition
 from labq.domain.model import System
 from labq.domain.states import Condition, Usage, check_usage_move, usage_predecessors
@@ -53,6 +54,7 @@ class SystemStore(StoreBase):
                     arch=system.arch,
                     owner_id=None if system.owner is None else self._user_id(system.owner),
                     attributes=dict(system.attributes),
+                    inventory=system.inventory.to_json(),
                     condition=system.condition.value,
                     usage=Usage.IDLE.value,
                 )
@@ -86,6 +88,18 @@ class SystemStore(StoreBase):
             )
             where.append(Systems.id.in_(members))
         return self._load_systems(*where)
+
+    def set_inventory(self, fqdn: str, inventory: Inventory, *, actor: str, now: datetime) -> bool:
+        """Replace a system's inventory; False when it was that already."""
+        with self.atomic():
+            seen = self.get_system(fqdn)
+            if seen.inventory == inventory:
+                return False
+            self.conn.execute(
+                update(Systems).where(Systems.fqdn == fqdn).values(inventory=inventory.to_json())
+            )
+            self._log(now, actor, "system", "inventory", name=fqdn)
+        return True
 
     def condition_reason(self, fqdn: str) -> str | None:
         """Why the system's condition was last set, as its admin said."""
@@ -246,13 +260,20 @@ class SystemStore(StoreBase):
     def _load_systems(
         self, *where: ColumnElement[bool], order: InstrumentedAttribute[Any] = Systems.fqdn
     ) -> list[System]:
+        added = (  # its first usage row: written when it was added
+            select(func.min(UsageHistory.started_at))
+            .where(UsageHistory.system_id == Systems.id)
+            .scalar_subquery()
+        )
         stmt = (
             select(
                 Systems.id,
                 Systems.fqdn,
+                added.label("added"),
                 Labs.name.label("lab"),
                 Systems.arch,
                 Systems.attributes,
+                Systems.inventory,
                 Users.name.label("owner"),
                 Systems.condition,
                 Systems.usage,
@@ -271,11 +292,13 @@ class SystemStore(StoreBase):
                 lab=row.lab,
                 arch=row.arch,
                 attributes=dict(row.attributes),
+                inventory=parse_inventory(row.inventory),
                 pools=frozenset(pools.get(row.id, ())),
                 owner=row.owner,
                 condition=Condition(row.condition),
                 usage=Usage(row.usage),
                 recipe=row.recipe_id,
+                added=None if row.added is None else _utc_text(row.added),
             )
             for row in rows
         ]
@@ -292,3 +315,10 @@ class SystemStore(StoreBase):
         for system_id, name in self.conn.execute(stmt):
             out[system_id].append(name)
         return out
+
+
+def _utc_text(moment: datetime) -> str:
+    """A stored time as facts hold it: ``YYYY-MM-DDTHH:MM:SSZ``."""
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -135,6 +135,8 @@ class Systems(Base):
     arch: Mapped[str] = mapped_column(String(64))
     owner_id: Mapped[int | None] = _fk("users.id")
     attributes: Mapped[dict[str, Any]]
+    # devices, disks, cpu flags, last_inventoried (labq.domain.inventory); {} = never
+    inventory: Mapped[dict[str, Any]] = mapped_column(server_default=text("'{}'"))
     condition: Mapped[str] = mapped_column(EnumText)
     condition_reason: Mapped[str | None] = mapped_column(Text)
     usage: Mapped[str] = mapped_column(EnumText)
