@@ -6,6 +6,7 @@ before the transaction ends, and one bad document refuses the run, naming it.
 
 from __future__ import annotations
 
+from datetime import datetime
 from functools import partial
 from typing import Annotated, Any, Final
 
@@ -14,13 +15,17 @@ from pydantic import Field
 
 from labq.api.auth import require_job_change
 from labq.api.deps import StateDep, UserDep
+from labq.api.errors import ApiError
 from labq.api.events import tell
 from labq.api.jobs import CancelBody, pin_ref, store_job
 from labq.api.jobviews import job_summary
 from labq.api.openapi import answers
 from labq.api.schemas import Body, Offset
+from labq.domain.job import JobSpec
+from labq.domain.model import User
+from labq.errors import InputError
 from labq.formats.loader import Format, detect_format, parse_job
-from labq.store import reading, transaction
+from labq.store import Repository, reading, transaction
 from labq.store.listing import MAX_PAGE
 from labq.store.runs import RunSummary
 
@@ -73,10 +78,32 @@ def submit_run(body: RunBody, app: StateDep, caller: UserDep) -> dict[str, Any]:
     now = app.clock()
     with transaction(app.engine) as repo:
         run_id = repo.create_run(body.name, owner=caller.name, now=now, meta=body.metadata)
-        ids = [store_job(repo, caller, spec, fmt, now=now, run_id=run_id) for spec, fmt in specs]
+        ids = [
+            _store_named(repo, caller, doc.name, spec, fmt, now=now, run_id=run_id)
+            for doc, (spec, fmt) in zip(body.jobs, specs, strict=True)
+        ]
     for job_id in ids:
         tell(partial(app.events.job_submitted, job_id))
     return {"name": body.name, "jobs": ids, "url": f"/api/v1/runs/{body.name}"}
+
+
+def _store_named(
+    repo: Repository,
+    caller: User,
+    name: str,
+    spec: JobSpec,
+    fmt: str,
+    *,
+    now: datetime,
+    run_id: int,
+) -> int:
+    """``store_job``, its refusals naming the document they are about."""
+    try:
+        return store_job(repo, caller, spec, fmt, now=now, run_id=run_id)
+    except ApiError as exc:
+        raise ApiError(exc.status, f"{name}: {exc.message}", place=exc.place) from None
+    except InputError as exc:
+        raise exc.within(source=name) from None
 
 
 @router.get("")
