@@ -19,6 +19,7 @@ from labq.commands.labs import lab
 from labq.commands.locks import lock
 from labq.commands.people import group, token, user
 from labq.commands.pools import pool
+from labq.commands.runs import run_group, suite
 from labq.commands.systems import system
 from labq.errors import LabqError
 from labq.formats.loader import FORMATS, Format, load_job
@@ -57,7 +58,20 @@ config_option = click.option(
     help="Settings file (default: LABQ_CONFIG).",
 )
 
-for _command in (lab, system, pool, user, group, token, job, queue, lock, filter_group):
+for _command in (
+    lab,
+    system,
+    pool,
+    user,
+    group,
+    token,
+    job,
+    run_group,
+    suite,
+    queue,
+    lock,
+    filter_group,
+):
     cli.add_command(_command)
 
 

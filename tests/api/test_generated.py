@@ -39,12 +39,13 @@ CHECKS = [
     checks.negative_data_rejection,
 ]
 
-# Well-shaped but refused with 422 for a reason beyond JSON Schema: a job document's
-# meaning, a lock level from the settings, a filter predicate's syntax, "until or for_s",
+# Well-shaped but refused with 422 for a reason beyond JSON Schema: a job document's (or a
+# run's) meaning, a lock level from the settings, a filter predicate's syntax, "until or for_s",
 # an inventory's time of last inventory (ISO 8601).
 SEMANTIC_422 = {
     ("PATCH", "/api/v1/systems/{fqdn}"),
     ("POST", "/api/v1/jobs"),
+    ("POST", "/api/v1/runs"),
     ("POST", "/api/v1/locks/acquire"),
     ("POST", "/api/v1/locks/release"),
     ("POST", "/api/v1/filters"),

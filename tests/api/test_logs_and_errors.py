@@ -115,6 +115,7 @@ def test_openapi_has_a_tag_per_router(lab: Lab) -> None:
         "groups",
         "tokens",
         "jobs",
+        "runs",
         "queue",
         "locks",
         "filters",

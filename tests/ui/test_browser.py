@@ -26,6 +26,14 @@ recipe_sets:
           - {name: hello, run: 'echo "hello from $LABQ_FQDN"', timeout: 30}
           - {name: nap, run: sleep 3, timeout: 30}
 """
+QUICK_JOB = """\
+whiteboard: quick, in a run
+recipe_sets:
+  - recipes:
+      - host: {memory_mb: {">=": 4096}}
+        tasks:
+          - {name: hello, run: 'echo hi', timeout: 30}
+"""
 LONG_JOB = """\
 whiteboard: {name}
 recipe_sets:
@@ -230,3 +238,37 @@ def test_a_password_set_on_the_account_page_logs_in(
     page.get_by_role("button", name="Log in").click()
     expect(page).to_have_url(re.compile(r"/ui/jobs$"))
     expect(page.locator(".who")).to_contain_text("bob")
+
+
+def test_a_run_page_counts_its_jobs_and_cancels_them(
+    ui_server: UiServer, new_page: PageMaker
+) -> None:
+    jobs = [
+        {"name": "quick.yaml", "document": QUICK_JOB},
+        {"name": "long.yaml", "document": long_job("in a run")},
+    ]
+    made = ui_server.api.post("/runs", json={"name": "browser-run", "jobs": jobs})
+    assert made.status_code == 201, made.text
+    quick, long = made.json()["jobs"]
+    try:
+        ui_server.wait_for_state(quick, {"completed"})
+        ui_server.wait_for_state(long, {"running"})
+        page = new_page()
+        log_in(page, ui_server, ui_server.admin_token)
+        page.goto(f"{ui_server.url}/ui/runs")
+        page.get_by_role("link", name="browser-run").click()
+        counts = page.locator(".run-counts")
+        expect(counts.locator('[data-count="pass"]')).to_have_text("1")
+        expect(counts.locator('[data-count="running"]')).to_have_text("1")
+        expect(page.get_by_role("link", name=f"J:{long}")).to_be_visible()
+        screenshot(page, "run")
+        page.get_by_label("Reason").fill("enough")
+        page.get_by_role("button", name="Cancel run").click()
+        expect(page.locator(".note")).to_contain_text("cancelled")
+        ui_server.wait_for_state(long, {"cancelled"})
+        page.reload()
+        expect(counts.locator('[data-count="dead"]')).to_have_text("1")
+        expect(counts.locator('[data-count="pass"]')).to_have_text("1")
+        screenshot(page, "run-cancelled")
+    finally:
+        ui_server.cancel(long)

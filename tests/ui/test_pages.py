@@ -320,3 +320,60 @@ def test_an_interval_is_a_span_or_a_start_and_an_end() -> None:
     assert chosen_interval(now, last="1y", start=None, end=None)[1] == (
         "unknown span '1y' (expected one of 1h, 6h, 24h, 7d, 30d)"
     )
+
+
+def submit_run(lab: Lab, name: str, who: str, count: int) -> list[int]:
+    """A run of ``count`` small native jobs, submitted by ``who``; their ids."""
+    document = "recipe_sets:\n- recipes:\n  - tasks:\n    - {name: t, run: 'true'}\n"
+    jobs = [{"name": f"j{i}.yaml", "document": document} for i in range(count)]
+    answer = lab.post("/runs", who=who, json={"name": name, "jobs": jobs})
+    assert answer.status_code == 201, answer.text
+    ids: list[int] = answer.json()["jobs"]
+    return ids
+
+
+def test_runs_are_listed_with_counts_and_a_run_page_shows_its_jobs(lab: Lab) -> None:
+    ids = submit_run(lab, "nightly-7", "alice", 3)
+    submit_run(lab, "other", "bob", 1)
+    lab.post(f"/jobs/{ids[0]}/cancel", who="alice")
+    log_in(lab, "alice")
+    listing = lab.client.get(f"{UI}/runs")
+    assert listing.status_code == 200
+    assert listing.text.index("other") < listing.text.index("nightly-7")  # newest first
+    row = re.search(r"nightly-7</a>.*?</tr>", listing.text, re.S)
+    assert row is not None
+    counts = re.findall(r'data-count="(\w+)">(\d+)<', row.group(0))
+    assert counts == [
+        ("queued", "2"),
+        ("running", "0"),
+        ("pass", "0"),
+        ("fail", "0"),
+        ("dead", "1"),
+    ]
+    page = lab.client.get(f"{UI}/runs/nightly-7")
+    for job_id in ids:
+        assert f'href="/ui/jobs/{job_id}"' in page.text
+    assert "Cancel run" in page.text
+    assert lab.client.get(f"{UI}/runs/missing").status_code == 404
+
+
+def test_cancelling_a_run_from_its_page_follows_the_api_rules(lab: Lab) -> None:
+    ids = submit_run(lab, "alices", "alice", 2)
+    log_in(lab, "bob")
+    assert "Cancel run" not in lab.client.get(f"{UI}/runs/alices").text
+    refused = lab.client.post(f"{UI}/runs/alices/cancel", data={"csrf": csrf_of(lab)})
+    assert refused.status_code == 403
+    assert "'bob' may not change it" in message(refused)
+    lab.client.cookies.clear()
+    log_in(lab, "alice")
+    answer = lab.client.post(
+        f"{UI}/runs/alices/cancel",
+        data={"csrf": csrf_of(lab), "reason": "bad branch"},
+        follow_redirects=False,
+    )
+    assert answer.headers["location"] == "/ui/runs/alices?note=cancelled"
+    with reading(lab.engine) as repo:
+        assert all(repo.load_job(i).state is RecipeState.CANCELLED for i in ids)
+    shown = lab.client.get(f"{UI}/runs/alices?note=cancelled")
+    assert message(shown, "note") == "The run's unfinished jobs were cancelled."
+    assert "Cancel run" not in shown.text

@@ -19,6 +19,7 @@ from labq.api import (
     people,
     pools,
     queue,
+    runs,
     systems,
 )
 from labq.api.deps import AppState, Clock, strict_query
@@ -55,6 +56,7 @@ def create_app(
         people.groups,
         people.tokens,
         jobs.router,
+        runs.router,
         queue.router,
         locks.router,
         filters.router,

@@ -7,6 +7,7 @@ the files of the job's own recipes.
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Final
 
@@ -99,21 +100,35 @@ def submit_job(
     text = decode_document(body, source="job", limit=limits.document_bytes)
     if chosen == "auto":
         chosen = detect_format(text)
-    spec = _pin_ref(parse_job(text, source="job", fmt=chosen, limits=limits))
+    spec = pin_ref(parse_job(text, source="job", fmt=chosen, limits=limits))
     with transaction(app.engine) as repo:
-        user = repo.get_user(caller.name)
-        group = spec.group
-        if group is not None and group in repo.list_groups() and not user.member_of(group):
-            raise ApiError(403, f"{user.name!r} is not a member of group {group!r}", place="group")
-        job_id = repo.submit_job(spec, owner=user.name, now=app.clock(), source_format=chosen)
-        admit_job(repo, job_id, spec)  # dependencies stored; a reject rule refuses it
-        # a set no system can ever run is refused, and the transaction stores nothing
-        refuse_unrunnable(spec, repo.list_systems(), repo.load_access_policy())
+        job_id = store_job(repo, caller, spec, chosen, now=app.clock())
     tell(lambda: app.events.job_submitted(job_id))
     return {"id": job_id, "format": chosen, "url": f"/api/v1/jobs/{job_id}"}
 
 
-def _pin_ref(spec: JobSpec) -> JobSpec:
+def store_job(
+    repo: Repository,
+    caller: User,
+    spec: JobSpec,
+    fmt: str,
+    *,
+    now: datetime,
+    run_id: int | None = None,
+) -> int:
+    """Store one parsed job for ``caller`` with every check a submission passes."""
+    user = repo.get_user(caller.name)
+    group = spec.group
+    if group is not None and group in repo.list_groups() and not user.member_of(group):
+        raise ApiError(403, f"{user.name!r} is not a member of group {group!r}", place="group")
+    job_id = repo.submit_job(spec, owner=user.name, now=now, source_format=fmt, run_id=run_id)
+    admit_job(repo, job_id, spec)  # dependencies stored; a reject rule refuses it
+    # a set no system can ever run is refused, and the transaction stores nothing
+    refuse_unrunnable(spec, repo.list_systems(), repo.load_access_policy())
+    return job_id
+
+
+def pin_ref(spec: JobSpec) -> JobSpec:
     """A job's ``ref`` branch resolved to the commit every recipe will run (422 if it cannot be).
 
     A commit the job names itself is kept. Resolved before the transaction: asking

@@ -13,10 +13,12 @@ from rich.text import Text
 from labq.client import ServerError
 from labq.commands import api, cell, fields, json_option, show, table, when
 from labq.commands.pools import priority_label
+from labq.commands.runs import submit_run
 from labq.commands.waiting import follow
 from labq.domain.states import RecipeState
 from labq.errors import LabqError
 from labq.formats.loader import FORMATS, Format, load_job
+from labq.formats.source import read_document
 
 CONTENT_TYPES: Final = {".xml": "application/xml", ".json": "application/json"}
 _SERVER_SOURCE = re.compile(r"^job:(\d+): ")
@@ -28,7 +30,13 @@ def job() -> None:
 
 
 @job.command("submit")
-@click.argument("file", type=click.Path(dir_okay=False, allow_dash=False))
+@click.argument(
+    "files",
+    metavar="FILE...",
+    nargs=-1,
+    required=True,
+    type=click.Path(dir_okay=False, allow_dash=False),
+)
 @click.option(
     "--format",
     "fmt",
@@ -38,15 +46,44 @@ def job() -> None:
     help="Job format; auto tells XML (Beaker) from Teuthology and native YAML/JSON.",
 )
 @click.option(
+    "--run",
+    "run_name",
+    default=None,
+    help="Submit the files as one run of this name (all or none are stored).",
+)
+@click.option(
     "--wait",
     is_flag=True,
     help="Follow the job; exit 0 if it passes, 1 if not (--json: its results at the end).",
 )
 @json_option
 @click.pass_context
-def submit(ctx: click.Context, file: str, fmt: Format, wait: bool, as_json: bool) -> None:
-    """Submit a job file; checked here first, so a bad one names the file, line and place."""
-    load_job(file, fmt=fmt)  # the same message as `labq validate`, before anything is sent
+def submit(
+    ctx: click.Context,
+    files: tuple[str, ...],
+    fmt: Format,
+    run_name: str | None,
+    wait: bool,
+    as_json: bool,
+) -> None:
+    """Submit job files; checked here first, so a bad one names the file, line and place."""
+    for file in files:
+        load_job(file, fmt=fmt)  # the same message as `labq validate`, before anything is sent
+    if run_name is not None:
+        if wait:
+            raise click.UsageError("--wait follows one job; follow a run with `labq run show`")
+        documents = [
+            {"name": file, "document": read_document(file), "format": fmt} for file in files
+        ]
+        created = submit_run(ctx, run_name, documents, {"files": list(files)})
+        show(created, as_json, lambda d: f"submitted run {d['name']}: jobs {cell(d['jobs'])}")
+        return
+    if len(files) > 1:
+        raise click.UsageError("several files are submitted together with --run NAME")
+    _submit_one(ctx, files[0], fmt, wait, as_json)
+
+
+def _submit_one(ctx: click.Context, file: str, fmt: Format, wait: bool, as_json: bool) -> None:
     document = Path(file).read_bytes()
     content_type = CONTENT_TYPES.get(Path(file).suffix.lower(), "application/yaml")
     client = api(ctx)

@@ -39,11 +39,20 @@ from labq.store.views import JobView
 class JobStore(PeopleStore, RecipeMoves, JobLoader):
     """Submitting, loading and cancelling jobs; their states are derived on the way out."""
 
-    def submit_job(self, spec: JobSpec, *, owner: str, now: datetime, source_format: str) -> int:
+    def submit_job(
+        self,
+        spec: JobSpec,
+        *,
+        owner: str,
+        now: datetime,
+        source_format: str,
+        run_id: int | None = None,
+    ) -> int:
         """Store a whole job in one step and return its id; recipes start ``new``.
 
         ``owner`` (the authenticated submitter) must exist and, when the job
-        names a group, belong to it. Nothing is stored if anything fails.
+        names a group, belong to it. ``run_id`` puts it in a run
+        (:meth:`~labq.store.runs.RunStore.create_run`). Nothing is stored if anything fails.
         """
         with self.atomic():
             user = self.get_user(owner)
@@ -57,6 +66,8 @@ class JobStore(PeopleStore, RecipeMoves, JobLoader):
             # Rows are made from the canonical (JSON-safe) form the domain validated.
             canonical = spec.canonical()
             job_id = self._insert_job(canonical, self._user_id(owner), group_id, now, source_format)
+            if run_id is not None:
+                self.conn.execute(update(Jobs).where(Jobs.id == job_id).values(run_id=run_id))
             for position, recipe_set in enumerate(canonical["recipe_sets"]):
                 self._insert_set(job_id, position, recipe_set, now=now)
             self._log(now, owner, "job", "submit", object_id=job_id, new=source_format)

@@ -22,6 +22,7 @@ from labq.store.locks import LockStore
 from labq.store.passwords import PasswordStore
 from labq.store.reporting import ReportStore
 from labq.store.retries import RetryStore
+from labq.store.runs import RunStore
 from labq.store.supervisors import SupervisorStore
 from labq.store.tables import Activity
 from labq.store.tokens import TokenStore
@@ -35,6 +36,7 @@ class Repository(
     AdmissionStore,
     AccessStore,
     RetryStore,
+    RunStore,
     JobListing,
     TokenStore,
     PasswordStore,

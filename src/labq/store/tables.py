@@ -166,6 +166,18 @@ class AccessRules(Base):
     max_priority: Mapped[str] = mapped_column(EnumText)
 
 
+class Runs(Base):
+    """Jobs submitted together (a suite, or several files at once), named like Pulpito's runs."""
+
+    __tablename__ = "runs"
+    id: Mapped[int] = _id()
+    name: Mapped[str] = mapped_column(Name, unique=True)
+    owner_id: Mapped[int] = _fk("users.id")
+    created_at: Mapped[datetime]
+    # where it came from (the suite, its seed and subset), for reruns
+    meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, key="meta")
+
+
 class Jobs(Base):
     __tablename__ = "jobs"
     __table_args__ = (
@@ -187,6 +199,7 @@ class Jobs(Base):
     reason: Mapped[str | None] = mapped_column(Text)
     meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, key="meta")
     spec: Mapped[dict[str, Any]]  # the canonical form as submitted, for audit
+    run_id: Mapped[int | None] = _fk("runs.id", index=True)
 
 
 class RecipeSets(Base):

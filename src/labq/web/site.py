@@ -6,7 +6,7 @@ from fastapi import FastAPI
 from fastapi.responses import RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
-from labq.web import job_actions, jobs, labs, login, queue, systems, trends
+from labq.web import job_actions, jobs, labs, login, queue, runs, systems, trends
 from labq.web.rendering import PREFIX, STATIC
 
 
@@ -16,6 +16,7 @@ def install(app: FastAPI) -> None:
         login.router,
         jobs.router,
         job_actions.router,
+        runs.router,
         systems.router,
         queue.router,
         labs.router,

@@ -1,0 +1,149 @@
+"""``/runs``: submit several jobs as one run, list runs, show one with its counts, cancel it.
+
+A run is stored whole or not at all: every document is parsed and checked
+before the transaction ends, and one bad document refuses the run, naming it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from functools import partial
+from typing import Annotated, Any, Final
+
+from fastapi import APIRouter, Query
+from pydantic import Field
+
+from labq.api.auth import require_job_change
+from labq.api.deps import StateDep, UserDep
+from labq.api.errors import ApiError
+from labq.api.events import tell
+from labq.api.jobs import CancelBody, pin_ref, store_job
+from labq.api.jobviews import job_summary
+from labq.api.openapi import answers
+from labq.api.schemas import Body, Offset
+from labq.domain.job import JobSpec
+from labq.domain.model import User
+from labq.errors import InputError
+from labq.formats.loader import Format, detect_format, parse_job
+from labq.store import Repository, reading, transaction
+from labq.store.listing import MAX_PAGE
+from labq.store.runs import RunSummary
+
+router = APIRouter(prefix="/runs", tags=["runs"])
+
+MAX_RUN_JOBS: Final = 10_000
+Text = Annotated[str, Field(min_length=1, max_length=16 * 1024 * 1024)]
+Label = Annotated[str, Field(min_length=1, max_length=1000)]
+
+
+class RunDocument(Body):
+    """One job of the run: its document, what to call it in errors, its format."""
+
+    name: Label
+    document: Text
+    format: Format = "auto"
+
+
+class RunBody(Body):
+    """A new run: its unique name, where it came from, its jobs in order."""
+
+    name: Annotated[str, Field(min_length=1, max_length=200)]
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    jobs: Annotated[list[RunDocument], Field(min_length=1, max_length=MAX_RUN_JOBS)]
+
+
+def summary_json(run: RunSummary) -> dict[str, Any]:
+    """A run's line in a listing: who, when, counts."""
+    return {
+        "name": run.name,
+        "owner": run.owner,
+        "created_at": run.created_at,
+        "metadata": run.meta,
+        "counts": run.counts,
+        "total": run.total,
+        "url": f"/api/v1/runs/{run.name}",
+    }
+
+
+@router.post("", status_code=201, responses=answers(403, 409, 422))
+def submit_run(body: RunBody, app: StateDep, caller: UserDep) -> dict[str, Any]:
+    """Store every job of the run in one transaction; the scheduler is told once it commits."""
+    limits = app.settings.limits
+    specs = []
+    for doc in body.jobs:
+        fmt: Format = detect_format(doc.document) if doc.format == "auto" else doc.format
+        specs.append(
+            (pin_ref(parse_job(doc.document, source=doc.name, fmt=fmt, limits=limits)), fmt)
+        )
+    now = app.clock()
+    with transaction(app.engine) as repo:
+        run_id = repo.create_run(body.name, owner=caller.name, now=now, meta=body.metadata)
+        ids = [
+            _store_named(repo, caller, doc.name, spec, fmt, now=now, run_id=run_id)
+            for doc, (spec, fmt) in zip(body.jobs, specs, strict=True)
+        ]
+    for job_id in ids:
+        tell(partial(app.events.job_submitted, job_id))
+    return {"name": body.name, "jobs": ids, "url": f"/api/v1/runs/{body.name}"}
+
+
+def _store_named(
+    repo: Repository,
+    caller: User,
+    name: str,
+    spec: JobSpec,
+    fmt: str,
+    *,
+    now: datetime,
+    run_id: int,
+) -> int:
+    """``store_job``, its refusals naming the document they are about."""
+    try:
+        return store_job(repo, caller, spec, fmt, now=now, run_id=run_id)
+    except ApiError as exc:
+        raise ApiError(exc.status, f"{name}: {exc.message}", place=exc.place) from None
+    except InputError as exc:
+        raise exc.within(source=name) from None
+
+
+@router.get("")
+def list_runs(
+    app: StateDep,
+    _: UserDep,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
+    offset: Offset = 0,
+) -> dict[str, Any]:
+    """A page of runs, newest first, each with its counts."""
+    with reading(app.engine) as repo:
+        total = repo.count_runs()
+        runs = repo.list_runs(limit=limit, offset=offset)
+    return {
+        "total": total,
+        "limit": limit,
+        "offset": offset,
+        "runs": [summary_json(r) for r in runs],
+    }
+
+
+@router.get("/{name}", responses=answers(404))
+def show_run(name: str, app: StateDep, _: UserDep) -> dict[str, Any]:
+    """A run with its counts and every job in it."""
+    with reading(app.engine) as repo:
+        run = repo.load_run(name)
+    return {**summary_json(run.summary), "jobs": [job_summary(j) for j in run.jobs]}
+
+
+@router.post("/{name}/cancel", responses=answers(403, 404))
+def cancel_run(
+    name: str, app: StateDep, caller: UserDep, body: CancelBody | None = None
+) -> dict[str, Any]:
+    """Cancel every unfinished job of the run (each job's owner, group, or an admin)."""
+    reason = None if body is None else body.reason
+    with transaction(app.engine) as repo:
+        for job in repo.load_run(name).jobs:
+            if not job.state.is_final:
+                require_job_change(caller, job)
+        done = repo.cancel_run(name, actor=caller.name, now=app.clock(), reason=reason)
+    for job_id in done:
+        tell(partial(app.events.jobs_cancelled, job_id))
+    return {"name": name, "cancelled": {str(k): v for k, v in done.items()}}
