@@ -336,8 +336,9 @@ def test_real_noceph_suite_from_real_fragments(tmp_path: Path) -> None:
 
 
 def test_a_combination_that_is_not_a_job_is_named_by_its_description(tmp_path: Path) -> None:
-    jobs = suite(tmp_path, {"s": {"%": None, "tasks": {"nop.yaml": "tasks:\n- nop:\n"}}})
-    with pytest.raises(InputError, match=r"^s/\{tasks/nop.yaml\}:.*roles"):
+    tree = {"s": {"%": None, "over": {"fs.yaml": "overrides:\n  ceph:\n    fs: xfs\n"}}}
+    jobs = suite(tmp_path, tree)
+    with pytest.raises(InputError, match=r"^s/\{over/fs.yaml\}:.*not a whole job"):
         jobs[0].spec()
 
 
