@@ -20,12 +20,10 @@ import pytest
 
 from tests.acceptance.conftest import cli, running_server, wait_for
 from tests.dispatch.conftest import git
+from tests.realjobs import REAL_JOBS
 
 # ../shared/real-jobs beside the checkout (a worktree may sit a level deeper)
-REAL = next(
-    (p / "shared/real-jobs/beaker" for p in Path(__file__).parents if (p / "shared").is_dir()),
-    Path("shared/real-jobs/beaker"),
-)
+REAL = REAL_JOBS / "beaker"
 
 pytestmark = pytest.mark.skipif(not REAL.is_dir(), reason="no ../shared/real-jobs")
 

@@ -9,14 +9,13 @@ end on the local backend, on the one system whose inventory suits them.
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 
 import pytest
 
 from tests.acceptance.test_cli_api import as_user, data  # noqa: F401 - the fixture
+from tests.realjobs import REAL_JOBS
 
-REAL = Path(os.environ.get("LABQ_REAL_JOBS", Path(__file__).parents[4] / "shared" / "real-jobs"))
+REAL = REAL_JOBS
 BEAKER = REAL / "beaker"
 pytestmark = pytest.mark.skipif(not BEAKER.is_dir(), reason=f"no real job files at {BEAKER}")
 
@@ -39,6 +38,17 @@ ACCEPTED = [
     "beaker-submit-partitions.xml",
     "beaker-update-status-two-sets.xml",
     "openstack-k8s-rhel8-reserve-disk.xml",
+]
+# accepted too, and run end to end with their fetches served locally (test_beaker_run.py)
+FETCH_AND_GUESTS = [
+    "beaker-complete-job.xml",
+    "beaker-doc-virtualization-workflow.xml",
+    "beaker-schema-guestrecipe.xml",
+    "beaker-xmlrpc-external-tasks-fetch.xml",
+    "bootc-beaker-job-group-kickstart.xml",
+    "bootc-beaker-job-install-s390x.xml",
+    "bootc-beaker-job-switch.xml",
+    "restraint-doc-multihost-fetch.xml",
 ]
 # file -> (line, words): why each is no job labq (nor Beaker) should take
 REFUSED = {
@@ -64,7 +74,12 @@ def validate(labq, name):
     return labq("validate", str(BEAKER / name))
 
 
-@pytest.mark.parametrize("name", ACCEPTED)
+def test_every_real_beaker_file_has_a_verdict():
+    verdicts = {*ACCEPTED, *FETCH_AND_GUESTS, *REFUSED}
+    assert {p.name for p in BEAKER.glob("*.xml")} == verdicts
+
+
+@pytest.mark.parametrize("name", ACCEPTED + FETCH_AND_GUESTS)
 def test_valid_whole_jobs_are_accepted(labq, name):
     result = validate(labq, name)
     assert result.returncode == 0, result.stderr

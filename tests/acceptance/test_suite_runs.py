@@ -11,12 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.acceptance.test_cli_api import PASSING, SLOW, data, one_line_refusal
+from tests.realjobs import REAL_JOBS
 
-REAL = Path("/work/shared/real-jobs/teuthology")
-for parent in Path(__file__).resolve().parents:
-    if (parent / "shared" / "real-jobs" / "teuthology").is_dir():
-        REAL = parent / "shared" / "real-jobs" / "teuthology"
-        break
+REAL = REAL_JOBS / "teuthology"
 
 
 @pytest.fixture

@@ -15,10 +15,9 @@ import yaml
 
 from labq.errors import InputError
 from labq.formats.suite import Subset, SuiteJob, deep_merge, expand, split_words, suite_name
+from tests.realjobs import REAL_JOBS
 
-REAL = Path(__file__).resolve().parents[2].parent.parent / "shared" / "real-jobs" / "teuthology"
-if not REAL.is_dir():
-    REAL = Path("/work/shared/real-jobs/teuthology")
+REAL = REAL_JOBS / "teuthology"
 
 Tree = dict[str, Any]
 
