@@ -161,3 +161,33 @@ def test_an_unknown_target_is_refused_by_name(as_user, labq, live_server, folder
     assert refused.stderr.startswith("labq: ")
     assert "'<host2>', which is not a system labq knows" in refused.stderr
     assert json.loads(as_user("job", "list", "--json").stdout)["jobs"] == []
+
+
+# fragments teuthology-suite merges into jobs: the other files are all submitted below
+FRAGMENTS = {
+    "ceph-teuthology-no-ceph-distros-vps.yaml",
+    "teuthology-containerized-node-overrides.yaml",
+}
+
+
+def test_every_whole_job_is_submitted(labq, live_server, folder):
+    env = {"LABQ_URL": live_server.url, "LABQ_TOKEN": live_server.token}
+    admin = [("lab", "add", "lab1")] + [("system", "add", f, "--lab", "lab1") for f in TARGETS]
+    for kind in ("smithi", "openstack", "vps"):
+        admin += [
+            ("system", "add", f"{kind}{i}.lab1", "--lab", "lab1", f"--attr=machine_type={kind}")
+            for i in range(8)
+        ]
+    for args in admin:
+        assert labq(*args, env=env).returncode == 0, args
+    names = sorted(p.name for p in folder.glob("*.yaml") if p.name not in FRAGMENTS)
+    stored, offline = [], []
+    for name in names:
+        done = labq("job", "submit", "--json", str(folder / name), env=env, timeout=120)
+        if done.returncode == 0:
+            stored.append(json.loads(done.stdout)["id"])
+        else:  # a job that pins its suite branch on a remote repository needs the network
+            assert "cannot pin" in done.stderr, (name, done.stderr)
+            offline.append(name)
+    assert len(stored) + len(offline) == 29
+    assert len(stored) >= 20, offline
