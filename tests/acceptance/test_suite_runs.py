@@ -130,9 +130,9 @@ def test_job_submit_run_and_cancelling_a_run(as_user, tmp_path):
 
 def test_a_suite_job_that_is_not_a_job_is_refused_in_one_line(as_user, tmp_path):
     suite = tmp_path / "suites" / "broken"
-    (suite / "tasks").mkdir(parents=True)
+    (suite / "over").mkdir(parents=True)
     (suite / "%").touch()
-    shutil.copy(REAL / "ceph-teuthology-nop-nop.yaml", suite / "tasks" / "nop.yaml")
+    shutil.copy(REAL / "teuthology-containerized-node-overrides.yaml", suite / "over" / "node.yaml")
     refused = as_user("suite", str(suite), ok=False)
-    one_line_refusal(refused, "broken/{tasks/nop.yaml}", "roles")
+    one_line_refusal(refused, "broken/{over/node.yaml}", "not a whole job")
     assert json.loads(as_user("run", "list", "--json").stdout)["total"] == 0
