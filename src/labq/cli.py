@@ -129,29 +129,12 @@ def init(url: str | None, data_dir: str | None, admin: str) -> None:
     except (ArgumentError, NoSuchModuleError, OperationalError) as exc:
         raise LabqError(f"cannot open database {_shown_url(url)}: {exc.args[0]}") from None
     click.echo(f"database ready at {_shown_url(url)} (schema {revision})")
+    from labq.store.bootstrap import first_admin
+
     secret = first_admin(url, admin)
     if secret is not None:
         click.echo(f"created the first admin, {admin!r}; their token (shown only now):")
         click.echo(secret)
-
-
-def first_admin(url: str, name: str, *, actor: str = "labq init") -> str | None:
-    """On a database without users, create an admin and a token; return the token."""
-    from datetime import UTC, datetime
-
-    from labq.store import database, transaction
-
-    engine = database.make_engine(url)
-    try:
-        with transaction(engine) as repo:
-            if repo.list_users():
-                return None
-            now = datetime.now(UTC)
-            repo.add_user(name, actor=actor, now=now, admin=True)
-            _, secret = repo.create_token(name, f"created by {actor}", now=now)
-            return secret
-    finally:
-        engine.dispose()
 
 
 def _shown_url(url: str) -> str:

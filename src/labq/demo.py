@@ -48,8 +48,8 @@ def run_demo(*, port: int, directory: str | None) -> None:
     import uvicorn
 
     from labq.api.app import create_app
-    from labq.cli import first_admin
     from labq.server import assemble
+    from labq.store.bootstrap import first_admin
 
     _check_port(port)
     root = Path(directory or tempfile.mkdtemp(prefix="labq-demo-")).resolve()

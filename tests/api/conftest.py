@@ -15,7 +15,8 @@ import httpx
 import pytest
 from sqlalchemy import URL, Engine
 
-from labq.api import QueueRow, create_app
+from labq.api import QueueRow
+from labq.api.app import create_app
 from labq.config import Settings
 from labq.domain.model import System
 from labq.domain.priority import Priority

@@ -20,7 +20,7 @@ import httpx
 import pytest
 from sqlalchemy import Engine
 
-from labq.api import create_app
+from labq.api.app import create_app
 from labq.config import Queue, Settings
 from labq.dispatch.dispatcher import Dispatcher
 from labq.domain.model import System

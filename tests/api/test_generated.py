@@ -25,7 +25,7 @@ from schemathesis.core.parameters import ParameterLocation
 from schemathesis.specs.openapi import checks
 from sqlalchemy import create_engine
 
-from labq.api import create_app
+from labq.api.app import create_app
 from labq.config import Settings
 from tests.api.conftest import Lab, submit
 

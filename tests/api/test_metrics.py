@@ -13,7 +13,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import Engine
 
-from labq.api import create_app
+from labq.api.app import create_app
 from labq.config import Settings
 from labq.domain.states import RecipeState
 from labq.service.loop import SchedulerService

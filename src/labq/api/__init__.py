@@ -1,6 +1,9 @@
-"""labq's HTTP JSON API (FastAPI): ``create_app(engine, settings, events)``."""
+"""labq's HTTP JSON API (FastAPI): ``labq.api.app.create_app(engine, settings, events)``.
 
-from labq.api.app import create_app
+The package itself exports only the seam to the scheduler, so that the web pages,
+which the app mounts, may use the API's modules without importing the app.
+"""
+
 from labq.api.events import Events, NoEvents, QueueRow
 
-__all__ = ["Events", "NoEvents", "QueueRow", "create_app"]
+__all__ = ["Events", "NoEvents", "QueueRow"]
