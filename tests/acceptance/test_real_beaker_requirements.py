@@ -175,6 +175,11 @@ def test_every_accepted_file_is_submitted(as_user, tmp_path):  # noqa: F811
     assert "can never run: no system matches its host requirements" in refused.stderr
     as_user("lab", "add", "%(labcontroller)s")
     as_user("system", "add", "t.lab2", "--lab", "%(labcontroller)s", "--arch", "%(arch)s")
-    for name in ACCEPTED:
+    add(as_user, tmp_path, "z.lab1", None, never, arch="s390x")
+    for group in ("somegroup", "rhel-edge"):  # the groups the fetch and guest files run for
+        as_user("group", "add", group)
+        as_user("group", "add-member", group, "admin")
+    # the fetched tasks are fetched when the sets run: submission stores them as they are
+    for name in ACCEPTED + FETCH_AND_GUESTS:
         result = as_user("job", "submit", "--json", str(BEAKER / name), ok=False)
         assert result.returncode == 0, (name, result.stderr)
