@@ -63,7 +63,7 @@ def run_demo(*, port: int, directory: str | None) -> None:
     server = assemble(settings, url, api_url=f"http://{HOST}:{port}")
     token = first_admin(url, "admin", actor="labq demo")
     assert token is not None, "a fresh database has no users"
-    app = create_app(server.engine, settings, server.service)
+    app = create_app(server.engine, settings, server.service, bell=server.bell)
     web = uvicorn.Server(uvicorn.Config(app, host=HOST, port=port, log_level="warning"))
     thread = threading.Thread(target=web.run, name="labq-demo-http", daemon=True)
     base = f"http://{HOST}:{port}"

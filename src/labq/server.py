@@ -18,7 +18,7 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 
 from labq import datadir
-from labq.api.events import QueueRow
+from labq.api.events import QueueRow, WorkBell
 from labq.config import Settings
 from labq.datadir import DatabaseLock
 from labq.dispatch.dispatcher import Dispatcher
@@ -26,6 +26,7 @@ from labq.service import bridge
 from labq.service.leader import Leadership
 from labq.service.loop import SchedulerService, utcnow
 from labq.service.notify import EventRouter, Listener, conninfo
+from labq.service.routing import LabRouter
 from labq.serving import ConnectionLimits, accept_backlog, allow_descriptors, protocol_class
 from labq.store import database, reading, transaction
 
@@ -46,6 +47,7 @@ class Server:
     scheduler: SchedulerService | None = None  # while this process leads
     dispatcher: Dispatcher | None = None
     database_lock: DatabaseLock | None = None  # SQLite: one server per file
+    bell: WorkBell = field(default_factory=WorkBell)  # wakes lab agents' waiting claims
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def lead(self) -> None:
@@ -58,13 +60,14 @@ class Server:
                 service.set_finished(set_id, code, claim)
 
             dispatcher = Dispatcher(self.url, self.settings, finished, api_url=self.api_url)
+            router = LabRouter(dispatcher, self.engine, self.bell)
             service = SchedulerService.elected(
-                self.engine, self.settings, dispatcher, holder=_holder(), on_deposed=self.deposed
+                self.engine, self.settings, router, holder=_holder(), on_deposed=self.deposed
             )
             epoch = service.epoch
             self.scheduler, self.dispatcher = service, dispatcher
             # Supervisors first: a dead one's end is queued and handled after the rebuild.
-            _adopt(self.engine, dispatcher, epoch)
+            _adopt(self.engine, dispatcher, router, epoch)
             self.events.service = service  # events queue from here on, handled after start
             service.start()
             log.info(
@@ -157,7 +160,7 @@ def _holder() -> str:
     return f"{socket.gethostname()} pid {os.getpid()}"
 
 
-def _adopt(engine: Engine, dispatcher: Dispatcher, epoch: int) -> None:
+def _adopt(engine: Engine, dispatcher: Dispatcher, router: LabRouter, epoch: int) -> None:
     """Supervisors of this host that outlived the last leader are watched again; started
     sets no supervisor took up get a fresh claim (a late one finds its claim void) and a
     supervisor of their own."""
@@ -176,7 +179,7 @@ def _adopt(engine: Engine, dispatcher: Dispatcher, epoch: int) -> None:
         if set_id not in alive:
             log.info("set %s: its supervisor is gone", set_id)
     for set_id, claim in launches:
-        dispatcher.start(set_id, claim)
+        router.start(set_id, claim)  # agent-served labs' sets wait for an agent
 
 
 def _standby_queue(engine: Engine, settings: Settings) -> list[QueueRow]:
@@ -209,7 +212,7 @@ def serve(settings: Settings, url: str | None, host: str, port: int) -> None:
     )
     server = assemble(settings, url, api_url=api_url)
     try:
-        app = create_app(server.engine, settings, server.events)
+        app = create_app(server.engine, settings, server.events, bell=server.bell)
         uvicorn.run(
             app,
             host=host,

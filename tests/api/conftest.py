@@ -104,6 +104,9 @@ class Recorder:
     def pause_changed(self, lab: str) -> None:
         self._seen("pause_changed", lab, True)
 
+    def set_ended(self, set_id: int) -> None:
+        self._seen("set_ended", set_id, True)
+
     def locks_changed(self, set_id: int) -> None:
         with reading(self.engine) as repo:
             holds = set_id in repo.held_locks([set_id])

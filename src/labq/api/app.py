@@ -8,6 +8,8 @@ from fastapi import Depends, FastAPI
 from sqlalchemy import Engine
 
 from labq.api import (
+    agent,
+    agents,
     errors,
     filters,
     health,
@@ -23,7 +25,7 @@ from labq.api import (
     systems,
 )
 from labq.api.deps import AppState, Clock, strict_query
-from labq.api.events import Events
+from labq.api.events import Events, WorkBell
 from labq.api.guard import Guard
 from labq.config import Settings
 from labq.web import site
@@ -37,16 +39,24 @@ def utc_now() -> datetime:
 
 
 def create_app(
-    engine: Engine, settings: Settings, events: Events, *, clock: Clock = utc_now
+    engine: Engine,
+    settings: Settings,
+    events: Events,
+    *,
+    clock: Clock = utc_now,
+    bell: WorkBell | None = None,
 ) -> FastAPI:
-    """The HTTP API over ``engine``; changes are told to the scheduler through ``events``."""
+    """The HTTP API over ``engine``; changes are told to the scheduler through ``events``,
+    and ``bell`` (the server's) wakes lab agents waiting for work."""
     app = FastAPI(
         title="labq",
         version="1",
         summary="An event-driven job scheduler for test labs",
         openapi_url="/openapi.json",
     )
-    app.state.labq = AppState(engine=engine, settings=settings, events=events, clock=clock)
+    app.state.labq = AppState(
+        engine=engine, settings=settings, events=events, clock=clock, bell=bell or WorkBell()
+    )
     for router in (
         health.router,
         labs.router,
@@ -61,6 +71,8 @@ def create_app(
         locks.router,
         filters.router,
         filters.pauses,
+        agents.router,
+        agent.router,
     ):
         openapi.document_errors(router)
         app.include_router(router, prefix=PREFIX, dependencies=[Depends(strict_query)])

@@ -7,7 +7,7 @@ Nothing here is made at import time: :func:`labq.api.app.create_app` puts one
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Annotated
 
@@ -19,7 +19,7 @@ from sqlalchemy import Engine
 
 from labq.api.auth import caller, require_admin
 from labq.api.errors import ApiError
-from labq.api.events import Events
+from labq.api.events import Events, WorkBell
 from labq.config import Settings
 from labq.domain.model import User
 from labq.store import Credential
@@ -37,6 +37,7 @@ class AppState:
     settings: Settings
     events: Events
     clock: Clock
+    bell: WorkBell = field(default_factory=WorkBell)  # rung when sets start for lab agents
 
 
 def app_state(request: Request) -> AppState:

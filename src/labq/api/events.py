@@ -9,8 +9,12 @@ request's (already committed) transaction.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -65,6 +69,9 @@ class Events(Protocol):
     def pause_changed(self, lab: str) -> None:
         """A lab's queue was paused or resumed."""
 
+    def set_ended(self, set_id: int) -> None:
+        """A lab agent's supervisor of a started set exited and every report got through."""
+
     def queue_view(self) -> list[QueueRow]:
         """The queue in scheduling order, as the scheduler sees it now."""
 
@@ -99,6 +106,9 @@ class NoEvents:
     def pause_changed(self, lab: str) -> None:
         """Nothing to tell."""
 
+    def set_ended(self, set_id: int) -> None:
+        """Nothing to tell."""
+
     def queue_view(self) -> list[QueueRow]:
         """No scheduler, no queue."""
         return []
@@ -114,3 +124,35 @@ def tell(event: Callable[[], None]) -> None:
         event()
     except Exception:
         log.exception("an event could not be delivered to the scheduler")
+
+
+class WorkBell:
+    """Rings when the scheduler starts sets for lab agents: wakes long-polling claims at once.
+
+    A claim listens *before* it looks for work, so a ring between its look and
+    its wait is not lost. Rung from any thread; waited on in the API's event loop.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
+
+    def ring(self) -> None:
+        """Wake every waiting claim."""
+        with self._lock:
+            waiters = list(self._waiters)
+        for loop, event in waiters:
+            with contextlib.suppress(RuntimeError):  # its loop has closed
+                loop.call_soon_threadsafe(event.set)
+
+    @contextmanager
+    def listening(self) -> Iterator[asyncio.Event]:
+        """An event set by the next ring (use inside the event loop)."""
+        waiter = (asyncio.get_running_loop(), asyncio.Event())
+        with self._lock:
+            self._waiters.add(waiter)
+        try:
+            yield waiter[1]
+        finally:
+            with self._lock:
+                self._waiters.discard(waiter)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from labq.domain.states import Condition, RecipeState
@@ -11,6 +11,7 @@ from labq.scheduler.core import Scheduler
 from labq.service import bridge, eligibility, repair
 from labq.service.actions import Actions
 from labq.store import Repository, epoch
+from labq.store.agents import AGENT_HOST
 from labq.store.views import RecipeSetView, RecipeView
 
 if TYPE_CHECKING:
@@ -54,6 +55,8 @@ def decide(
         return bridge.settle(repo, fresh, fresh.offer(free, at), now=now)
     if event.kind == "locks":
         return locks_changed(repo, core, [int(event.key or 0)], now)
+    if event.kind == "ended":
+        return agent_ended(service, repo, core, int(event.key or 0), now)
     if event.kind == "finished":
         return finished(service, repo, core, int(event.key or 0), event.code, event.claim, now)
     if event.kind == "consistency":
@@ -118,6 +121,23 @@ def finished(
     return out + _mark_broken(service, repo, core, view.recipes, now)
 
 
+def agent_ended(
+    service: SchedulerService, repo: Repository, core: Scheduler, set_id: int, now: datetime
+) -> Actions:
+    """A lab agent's supervisor exited and the agent ended every recipe it left (the API did,
+    under the claim): the core hears the set's end now instead of at the next pass."""
+    entry = core.sets.get(set_id)
+    if entry is None or entry.finished or not entry.started:
+        return []
+    view = repo.get_recipe_set(set_id)
+    if view.supervisor_host is None or not view.supervisor_host.startswith(AGENT_HOST):
+        return []  # a supervisor of ours: its exit comes from the dispatcher
+    if not all(r.state.is_final for r in view.recipes):
+        return []
+    out = bridge.finish(repo, core, set_id, now=now)
+    return out + _mark_broken(service, repo, core, view.recipes, now)
+
+
 def _left_unfinished(view: RecipeSetView, why: str) -> tuple[dict[int, RecipeState], str]:
     """How the recipes a supervisor left unfinished end, and why.
 
@@ -165,7 +185,8 @@ def consistency(
         repo.request_stop(set_id, reason)  # recorded, and a supervisor that wakes up stops
         out += bridge.finish(repo, core, set_id, now=now, outcomes=outcomes, reason=reason)
         out += _mark_broken(service, repo, core, view.recipes, now)
-    for set_id in repair.ended_unheard(repo, core, ours):
+    busy_since = now - timedelta(seconds=timeout)
+    for set_id in repair.ended_unheard(repo, core, ours, busy_since=busy_since):
         out += bridge.finish(repo, core, set_id, now=now)
     out += bridge.settle(repo, core, core.consistency_pass(epoch(now)), now=now)
     # locks of sets that ended without the release (a crash), and what running sets hold

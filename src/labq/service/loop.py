@@ -36,10 +36,12 @@ from labq.store import Repository, transaction
 log = logging.getLogger("labq.scheduler")
 
 JOB_EVENTS: Final = frozenset({"submit", "cancel", "priority"})  # keyed by a job id
-SET_EVENTS: Final = frozenset({"locks"})  # keyed by a recipe set id
+SET_EVENTS: Final = frozenset({"locks", "ended"})  # keyed by a recipe set id
 MAX_SUBMITS: Final = 1000  # queued submissions taken together in one event
 # events after which a job may have ended (or been submitted as its dependency ended)
-ENDING_EVENTS: Final = frozenset({"submit", "cancel", "finished", "consistency", "filters"})
+ENDING_EVENTS: Final = frozenset(
+    {"submit", "cancel", "finished", "ended", "consistency", "filters"}
+)
 KINDS: Final = JOB_EVENTS | SET_EVENTS | {"system", "condition", "access", "filters", "pause"}
 
 
@@ -176,6 +178,9 @@ class SchedulerService:
 
     def pause_changed(self, lab: str) -> None:
         self._events.put(Event("pause", lab))
+
+    def set_ended(self, set_id: int) -> None:
+        self._events.put(Event("ended", set_id))
 
     def post(self, kind: str, key: int | str | None = None) -> None:
         """Queue an event by name (from another process: ``labq.service.notify``)."""

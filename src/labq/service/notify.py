@@ -122,6 +122,10 @@ class EventRouter:
         """A lab's queue was paused or resumed."""
         self._send("pause", lab)
 
+    def set_ended(self, set_id: int) -> None:
+        """An agent's supervisor of a set exited."""
+        self._send("ended", set_id)
+
     def queue_view(self) -> list[QueueRow]:
         """The leader's view here; a standby builds one from the database."""
         service = self.service

@@ -77,16 +77,24 @@ def differences(repo: Repository, core: Scheduler) -> list[str]:
     return out
 
 
-def ended_unheard(repo: Repository, core: Scheduler, ours: Iterable[int]) -> list[int]:
+def ended_unheard(
+    repo: Repository, core: Scheduler, ours: Iterable[int], *, busy_since: datetime
+) -> list[int]:
     """Started sets that ended in the database while no supervisor of ours runs them: their
-    end was never told to the scheduler (its supervisor's exit went unseen)."""
+    end was never told to the scheduler (its supervisor's exit went unseen).
+
+    A lab agent's supervisor that heart-beat since ``busy_since`` and has not exited is
+    still finishing up (archiving, giving systems back): its end comes from the agent.
+    """
     running = set(ours)
     started = [e.id for e in core.sets.values() if e.started and not e.finished]
     candidates = [s for s in started if s not in running]
     if not candidates:
         return []
     unfinished = {p.set_id for p in repo.unfinished_placements()}
-    return [s for s in candidates if s not in unfinished]
+    ended = [s for s in candidates if s not in unfinished]
+    busy = repo.agent_busy(ended, since=busy_since)
+    return [s for s in ended if s not in busy]
 
 
 def _recipe_differences(core: Scheduler, recipes: list[Placed]) -> list[str]:

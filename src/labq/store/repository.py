@@ -14,6 +14,7 @@ from sqlalchemy import Engine, select
 
 from labq.store.access import AccessStore
 from labq.store.admission import AdmissionStore
+from labq.store.agents import AgentStore
 from labq.store.batch import BatchMoves
 from labq.store.database import READ_ONLY
 from labq.store.leadership import LeadershipStore
@@ -41,6 +42,7 @@ class Repository(
     TokenStore,
     PasswordStore,
     ReportStore,
+    AgentStore,
     SupervisorStore,
     LockStore,
     LeadershipStore,

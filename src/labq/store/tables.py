@@ -256,6 +256,28 @@ class RecipeSets(Base):
     # The one supervisor that may run a started set: a token given when the set starts (or is
     # re-dispatched); every write a supervisor makes is guarded by it.
     claim: Mapped[str | None] = mapped_column(String(64))
+    # The lab agent that claimed it (None: a supervisor of the server's own), and the last
+    # of its agent's reports applied (reports are numbered, so a retried one applies once).
+    agent_id: Mapped[int | None] = _fk("agents.id", index=True)
+    report_seq: Mapped[int] = mapped_column(server_default="0")
+
+
+class Agents(Base):
+    """Lab agents: a token (its SHA-256 digest) bound to labs, and what the agent last said."""
+
+    __tablename__ = "agents"
+    __table_args__ = (CheckConstraint("length(digest) = 64", name="digest"),)
+    id: Mapped[int] = _id()
+    name: Mapped[str] = mapped_column(Name, unique=True)
+    digest: Mapped[str] = mapped_column(String(64), unique=True)
+    labs: Mapped[list[Any]]
+    created_at: Mapped[datetime]
+    revoked_at: Mapped[datetime | None]
+    version: Mapped[str | None] = mapped_column(Name)
+    host: Mapped[str | None] = mapped_column(Name)
+    max_sets: Mapped[int | None]
+    running: Mapped[int] = mapped_column(server_default="0")
+    last_seen_at: Mapped[datetime | None]
 
 
 class Recipes(Base):
