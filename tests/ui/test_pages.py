@@ -377,3 +377,29 @@ def test_cancelling_a_run_from_its_page_follows_the_api_rules(lab: Lab) -> None:
     shown = lab.client.get(f"{UI}/runs/alices?note=cancelled")
     assert message(shown, "note") == "The run's unfinished jobs were cancelled."
     assert "Cancel run" not in shown.text
+
+
+def test_the_agents_page_says_which_agent_is_online_and_which_labs_the_server_runs(
+    lab: Lab,
+) -> None:
+    with transaction(lab.engine) as repo:
+        repo.add_lab("far", actor="root", now=T0)
+        quiet, _secret = repo.create_agent("far-old", ["far"], now=T0, actor="root")
+        live, _secret = repo.create_agent("far-new", ["far"], now=T0, actor="root")
+        repo.agent_seen(quiet.id, now=T0 - timedelta(hours=1), version="0.9", host="old.far")
+        repo.agent_seen(live.id, now=T0, running=3, version="1.0", host="new.far", max_sets=20)
+    log_in(lab, "bob")
+    page = lab.client.get(f"{UI}/agents")
+    assert page.status_code == 200
+    rows = {r.split("</td>")[0]: r for r in page.text.split("<tr>\n      <td>")[1:]}
+    assert "online" in rows["far-new"]
+    assert "3 / 20" in rows["far-new"]
+    assert "new.far" in rows["far-new"]
+    assert "offline" in rows["far-old"]
+    assert "Run by the server itself" in page.text
+    assert ">lab1</a>" in page.text.split("Run by the server itself")[1]
+    # and Prometheus hears the same
+    scraped = lab.client.get("/metrics", headers=lab.auth("bob")).text
+    assert 'labq_agent_up{agent="far-new"} 1.0' in scraped
+    assert 'labq_agent_up{agent="far-old"} 0.0' in scraped
+    assert 'labq_agent_sets_running{agent="far-new"} 3.0' in scraped

@@ -39,7 +39,9 @@ OUTCOMES: Final = (RecipeState.COMPLETED, RecipeState.ABORTED, RecipeState.CANCE
 def metrics(request: Request, state: StateDep, _: UserDep) -> Response:
     """Prometheus text format (OpenMetrics when the scraper asks for it)."""
     registry = CollectorRegistry()
-    registry.register(LabCollector(state.engine, state.settings.scheduler(), state.clock()))
+    collector = LabCollector(state.engine, state.settings.scheduler(), state.clock())
+    collector.heartbeat_timeout = state.settings.health.heartbeat_timeout
+    registry.register(collector)
     encode, content_type = choose_encoder(request.headers.get("accept", ""))
     return Response(encode(registry), media_type=content_type)
 
@@ -51,6 +53,7 @@ class LabCollector:
         self.engine = engine
         self.config = config
         self.now = now
+        self.heartbeat_timeout = 60.0  # an agent unheard for longer is offline
 
     def collect(self) -> Iterable[Metric]:
         """Every labq metric family."""
@@ -60,8 +63,30 @@ class LabCollector:
                 systems(repo),
                 *recipe_sets(repo),
                 *lock_service(repo, self.now),
+                *agents(repo, self.now, self.heartbeat_timeout),
             ]
         return [*families, *DECISION_SECONDS.collect()]
+
+
+def agents(repo: Repository, now: datetime, timeout: float) -> list[Metric]:
+    """Each unrevoked lab agent: online or not, sets it runs, seconds since it was heard."""
+    up = GaugeMetricFamily(
+        "labq_agent_up", "1 when the lab agent heart-beat within the timeout", labels=["agent"]
+    )
+    running = GaugeMetricFamily(
+        "labq_agent_sets_running", "Recipe sets the agent said it runs", labels=["agent"]
+    )
+    quiet = GaugeMetricFamily(
+        "labq_agent_last_seen_seconds", "Seconds since the agent was last heard", labels=["agent"]
+    )
+    for agent in repo.list_agents():
+        if agent.revoked_at is not None:
+            continue
+        up.add_metric([agent.name], 1.0 if agent.online(now, timeout) else 0.0)
+        running.add_metric([agent.name], float(agent.running))
+        if agent.last_seen_at is not None:
+            quiet.add_metric([agent.name], max(0.0, (now - agent.last_seen_at).total_seconds()))
+    return [up, running, quiet]
 
 
 def queue_length(repo: Repository, config: SchedulerConfig, now: datetime) -> Metric:

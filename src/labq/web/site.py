@@ -6,7 +6,7 @@ from fastapi import FastAPI
 from fastapi.responses import RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
-from labq.web import job_actions, jobs, labs, login, queue, runs, systems, trends
+from labq.web import agents, job_actions, jobs, labs, login, queue, runs, systems, trends
 from labq.web.rendering import PREFIX, STATIC
 
 
@@ -20,6 +20,7 @@ def install(app: FastAPI) -> None:
         systems.router,
         queue.router,
         labs.router,
+        agents.router,
         trends.router,
     ):
         app.include_router(router, prefix=PREFIX)
