@@ -21,6 +21,7 @@ from labq.commands.people import group, token, user
 from labq.commands.pools import pool
 from labq.commands.runs import run_group, suite
 from labq.commands.systems import system
+from labq.commands.usage import usage
 from labq.errors import LabqError
 from labq.formats.loader import FORMATS, Format, load_job
 
@@ -71,6 +72,7 @@ for _command in (
     queue,
     lock,
     filter_group,
+    usage,
 ):
     cli.add_command(_command)
 

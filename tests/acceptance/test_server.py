@@ -66,3 +66,12 @@ def test_a_two_host_job_runs_to_completion(server, tmp_path):
         for usage in ("scheduled", "waiting", "installing", "running", "idle"):
             assert usage in usages
         assert usages.index("scheduled") < usages.index("running") < len(usages)
+    # the accounting counts the two recipes, both passed, for the job's owner
+    report = cli(env, "usage", "--by", "user", "--csv")
+    assert report.returncode == 0, report.stderr
+    header, *rows = report.stdout.splitlines()
+    assert header == "user,system_hours,jobs,recipes,pass_rate,mean_wait_s"
+    (row,) = rows
+    owner, hours, jobs, recipes, rate, _wait = row.split(",")
+    assert owner == client.get(f"/jobs/{job_id}").json()["owner"]
+    assert (float(hours) > 0, jobs, recipes, rate) == (True, "1", "2", "1.0")

@@ -51,8 +51,9 @@ CHECKS = [
 
 # Well-shaped but refused with 422 for a reason beyond JSON Schema: a job document's (or a
 # run's) meaning, a lock level from the settings, a filter predicate's syntax, "until or for_s",
-# an inventory's time of last inventory (ISO 8601).
+# an inventory's time of last inventory (ISO 8601), a usage window's since before its until.
 SEMANTIC_422 = {
+    ("GET", "/api/v1/usage"),
     ("PATCH", "/api/v1/systems/{fqdn}"),
     ("POST", "/api/v1/jobs"),
     ("POST", "/api/v1/runs"),

@@ -6,6 +6,7 @@ import shutil
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +16,9 @@ from sqlalchemy import Engine
 
 from labq.api.app import create_app
 from labq.config import Settings
-from labq.domain.states import RecipeState
+from labq.domain.states import RecipeState, Result
 from labq.service.loop import SchedulerService
-from labq.store import make_engine
+from labq.store import make_engine, transaction
 
 from .conftest import API, Clock, Lab, RecordingDispatcher, TestClient, play_set, seed
 
@@ -259,3 +260,62 @@ def test_lock_figures_agree_with_the_lock_listing(live: Live) -> None:
     )
     assert refused.status_code == 403  # a user's token takes no locks for a set
     assert {first, second} == {1, 2}
+
+
+def test_usage_adds_up_system_hours_jobs_pass_rate_and_wait_per_row(live: Live) -> None:
+    start = live.clock()
+    ours = live.submit({"recipes": [{}]}, group="kernel-qe")
+    theirs = live.submit({"recipes": [{}]})
+    assert len(live.dispatcher.started) == 2
+    live.clock.advance(7200)
+    for set_id, result, final in zip(
+        live.dispatcher.started,
+        (Result.PASS, Result.FAIL),
+        (RecipeState.COMPLETED, RecipeState.COMPLETED),
+        strict=True,
+    ):
+        with transaction(live.engine) as repo:
+            for recipe in repo.get_recipe_set(set_id).recipes:
+                repo.set_recipe_result(recipe.id, result)
+        live.run(set_id, final)
+    window = {"since": start.isoformat(), "until": (start + timedelta(hours=3)).isoformat()}
+
+    def usage(by: str) -> dict[str, dict[str, Any]]:
+        answer = live.client.get(
+            f"{API}/usage", params={"by": by, **window}, headers=live.auth("bob")
+        )
+        assert answer.status_code == 200, answer.text
+        return {row["key"]: row for row in answer.json()["rows"]}
+
+    groups = usage("group")
+    assert set(groups) == {"kernel-qe", "(no group)"}
+    assert groups["kernel-qe"]["system_hours"] == pytest.approx(2.0)
+    assert groups["kernel-qe"]["pass_rate"] == 1.0
+    assert groups["(no group)"]["pass_rate"] == 0.0
+    assert groups["kernel-qe"]["mean_wait_s"] == 0.0
+    users = usage("user")
+    assert users["alice"]["system_hours"] == pytest.approx(4.0)
+    assert (users["alice"]["jobs"], users["alice"]["recipes"]) == (2, 2)
+    assert users["alice"]["pass_rate"] == 0.5
+    assert usage("lab")["lab1"]["system_hours"] == pytest.approx(4.0)
+    pools = usage("pool")  # s1 is in perf, s2 in no pool
+    assert {k: round(v["system_hours"], 3) for k, v in pools.items()} == {
+        "perf": 2.0,
+        "(no pool)": 2.0,
+    }
+    # a window that ends before anything ran says so; a bad one is refused in one line
+    before = {"since": (start - timedelta(hours=2)).isoformat(), "until": start.isoformat()}
+    empty = live.client.get(f"{API}/usage", params=before, headers=live.auth("bob"))
+    assert empty.json()["rows"] == []
+    backwards = {"since": window["until"], "until": window["since"]}
+    refused = live.client.get(f"{API}/usage", params=backwards, headers=live.auth("bob"))
+    assert refused.status_code == 422
+    assert refused.json()["error"]["place"] == "since"
+    assert (
+        live.client.get(
+            f"{API}/usage", params={"by": "planet"}, headers=live.auth("bob")
+        ).status_code
+        == 422
+    )
+    assert live.client.get(f"{API}/usage").status_code == 401
+    assert ours != theirs

@@ -403,3 +403,13 @@ def test_the_agents_page_says_which_agent_is_online_and_which_labs_the_server_ru
     assert 'labq_agent_up{agent="far-new"} 1.0' in scraped
     assert 'labq_agent_up{agent="far-old"} 0.0' in scraped
     assert 'labq_agent_sets_running{agent="far-new"} 3.0' in scraped
+
+
+def test_the_usage_page_shows_the_table_for_the_row_kind_chosen(lab: Lab) -> None:
+    log_in(lab, "bob")
+    page = lab.client.get(f"{UI}/usage?by=pool&last=7d")
+    assert page.status_code == 200
+    assert "Nothing ran in this interval." in page.text
+    assert 'aria-current="true">pool</a>' in page.text
+    odd = lab.client.get(f"{UI}/usage?by=planet")  # an unknown kind shows the default
+    assert 'aria-current="true">group</a>' in odd.text

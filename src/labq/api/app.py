@@ -23,6 +23,7 @@ from labq.api import (
     queue,
     runs,
     systems,
+    usage,
 )
 from labq.api.deps import AppState, Clock, strict_query
 from labq.api.events import Events, WorkBell
@@ -73,6 +74,7 @@ def create_app(
         filters.pauses,
         agents.router,
         agent.router,
+        usage.router,
     ):
         openapi.document_errors(router)
         app.include_router(router, prefix=PREFIX, dependencies=[Depends(strict_query)])

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from sqlalchemy import Engine, select
 
 from labq.store.access import AccessStore
+from labq.store.accounting import AccountingStore
 from labq.store.admission import AdmissionStore
 from labq.store.agents import AgentStore
 from labq.store.batch import BatchMoves
@@ -46,6 +47,7 @@ class Repository(
     SupervisorStore,
     LockStore,
     LeadershipStore,
+    AccountingStore,
 ):
     """Labs, systems, pools, people, access rules, jobs, recipe moves and the activity log;
     tokens and passwords; task reports and supervisors; what the scheduler rebuilds from;

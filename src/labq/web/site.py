@@ -6,7 +6,7 @@ from fastapi import FastAPI
 from fastapi.responses import RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
-from labq.web import agents, job_actions, jobs, labs, login, queue, runs, systems, trends
+from labq.web import agents, job_actions, jobs, labs, login, queue, runs, systems, trends, usage
 from labq.web.rendering import PREFIX, STATIC
 
 
@@ -21,6 +21,7 @@ def install(app: FastAPI) -> None:
         queue.router,
         labs.router,
         agents.router,
+        usage.router,
         trends.router,
     ):
         app.include_router(router, prefix=PREFIX)
