@@ -65,8 +65,9 @@ PASSED_ON: Final = (
 _log = logging.getLogger(__name__)
 
 
-def is_supervisor(pid: int, set_id: int) -> bool:
-    """True when ``pid`` is alive and is a labq supervisor of ``set_id`` (by its command line).
+def is_supervisor(pid: int, set_id: int, *, module: str = MODULE) -> bool:
+    """True when ``pid`` is alive and is a labq supervisor of ``set_id`` (by its command line:
+    ``module`` names the supervisor's, a lab agent's is ``labq.agent.supervisor``).
 
     A zombie has an empty command line, so it counts as dead; so does a pid
     that was reused by another program.
@@ -76,7 +77,7 @@ def is_supervisor(pid: int, set_id: int) -> bool:
     except OSError:
         return False
     args = [a.decode(errors="replace") for a in raw.split(b"\0")]
-    if MODULE not in args:  # forked ones name it too (labq.dispatch.title)
+    if module not in args:  # forked ones name it too (labq.dispatch.title)
         return False
     wanted = str(set_id)
     return any(
