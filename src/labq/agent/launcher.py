@@ -7,7 +7,7 @@ secrets on standard input. Its pid goes to ``SETDIR/pid`` *before* it is given
 its secrets: a supervisor runs nothing until it has them, so one whose agent
 died before recording it finds its standard input closed and exits. A
 restarted agent knows a recorded pid for the set's supervisor by its command
-line (:func:`~labq.dispatch.dispatcher.is_supervisor`), never by the pid alone.
+line (:func:`~labq.dispatch.containment.runs_set`), never by the pid alone.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from typing import Final
 
 from labq.agent.spool import SetDir
 from labq.dispatch import containment
-from labq.dispatch.dispatcher import OUTPUT_NAME, PASSED_ON, is_supervisor
+from labq.dispatch.logs import SUPERVISOR_OUTPUT
 
 MODULE: Final = "labq.agent.supervisor"
 
-__all__ = ["MODULE", "OUTPUT_NAME", "Supervisor", "launch"]
+__all__ = ["MODULE", "SUPERVISOR_OUTPUT", "Supervisor", "launch"]
 
 
 class Supervisor:
@@ -48,7 +48,7 @@ class Supervisor:
         """Whether it still runs (a zombie, or a pid now another program's, does not)."""
         if self.proc is not None:
             return self.proc.poll() is None
-        return self.pid is not None and is_supervisor(self.pid, self.spool.set_id, module=MODULE)
+        return self.pid is not None and containment.runs_set(self.pid, MODULE, self.spool.set_id)
 
     def code(self) -> int | None:
         """Its exit status, once it exited: what it wrote, else what its parent saw (None
@@ -70,7 +70,7 @@ def launch(
 ) -> Supervisor:
     """Start the supervisor of ``spool``'s set and hand it ``secrets``."""
     command = [python, "-m", MODULE, "--set", str(spool.set_id), "--dir", str(spool.path)]
-    env = {k: os.environ[k] for k in PASSED_ON if k in os.environ}
+    env = {k: os.environ[k] for k in containment.PASSED_ON if k in os.environ}
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as out:
         proc = subprocess.Popen(

@@ -39,7 +39,7 @@ import platformdirs
 from labq import __version__
 from labq.agent import ledger
 from labq.agent.forwarder import Forwarder
-from labq.agent.launcher import OUTPUT_NAME, Supervisor, launch
+from labq.agent.launcher import SUPERVISOR_OUTPUT, Supervisor, launch
 from labq.agent.link import Link, LinkError, TokenRefused, Unreachable, retrying
 from labq.agent.spool import SetDir, write_atomic
 from labq.config import Settings, load_settings
@@ -272,7 +272,7 @@ class Agent:
             "settings": str(spool.settings_file),
             "data_dir": str(self.data_dir),
         }
-        log = set_log_dir(self.data_dir, set_id) / OUTPUT_NAME
+        log = set_log_dir(self.data_dir, set_id) / SUPERVISOR_OUTPUT
         try:
             supervisor = launch(spool, secrets, log=log, cwd=self.data_dir, mode=self.mode)
         except OSError as exc:  # the server ends it (aborted) when it hears the end
@@ -284,20 +284,27 @@ class Agent:
     # -- beat ----------------------------------------------------------------------------
 
     def _beat_loop(self) -> None:
-        while not self.stop.wait(self.heartbeat_every):
-            sets = [f for f in self._snapshot() if not f.finished and not f.lost]
-            sent = time.monotonic()
-            running = sum(1 for f in sets if f.running)
-            try:
-                answer = self.link.beat([(f.set_id, f.claim) for f in sets], running)
-            except Unreachable as exc:
-                self._trouble(exc)
-                continue
-            self._clear()
-            for forwarder in sets:
-                word = answer.get(forwarder.set_id)
-                if word is not None:
-                    forwarder.told(word, sent)
+        # the first at once: adopted supervisors have gone without one since the agent stopped
+        while True:
+            self._beat()
+            if self.stop.wait(self.heartbeat_every):
+                return
+
+    def _beat(self) -> None:
+        """One beat for the agent and every set it has not finished with."""
+        sets = [f for f in self._snapshot() if not f.finished and not f.lost]
+        sent = time.monotonic()
+        running = sum(1 for f in sets if f.running)
+        try:
+            answer = self.link.beat([(f.set_id, f.claim) for f in sets], running)
+        except Unreachable as exc:
+            self._trouble(exc)
+            return
+        self._clear()
+        for forwarder in sets:
+            word = answer.get(forwarder.set_id)
+            if word is not None:
+                forwarder.told(word, sent)
 
     # -- forward -------------------------------------------------------------------------
 
