@@ -209,7 +209,6 @@ class SpoolReporter:
         self._started = monotonic()
         self._lock = threading.Lock()
         self.seq = last_seq(spool.journal)
-        self._file = spool.journal.open("a", encoding="utf-8")
 
     def _append(self, event: dict[str, Any]) -> None:
         with self._lock:
@@ -217,8 +216,8 @@ class SpoolReporter:
                 return  # the set is not ours: the server takes nothing more
             self.seq += 1
             line = json.dumps({"seq": self.seq, **event, "at": _now()})
-            self._file.write(line + "\n")
-            self._file.flush()
+            with self.spool.journal.open("a", encoding="utf-8") as journal:  # flushed on close
+                journal.write(line + "\n")
 
     def recipe_state(self, recipe_id: int, state: RecipeState, reason: str | None = None) -> None:
         """Journal a recipe's move."""
@@ -274,11 +273,6 @@ class SpoolReporter:
 
     def log(self, message: str) -> None:
         """Nothing to journal: the runner wrote it to ``supervisor.log``, which is uploaded."""
-
-    def close(self) -> None:
-        """Close the journal."""
-        with self._lock:
-            self._file.close()
 
 
 def last_seq(journal: Path) -> int:

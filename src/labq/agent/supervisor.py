@@ -158,7 +158,6 @@ def supervise(set_id: int, spool: SetDir, order: Order, cancel: threading.Event)
     finally:
         for pool in users:
             pool.give_back()
-        reporter.close()
         link.close()
     if lost.is_set():
         print(
