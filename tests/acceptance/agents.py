@@ -70,9 +70,12 @@ class Server:
 
 @contextmanager
 def agent_server(tmp_path: Path, database: str, *, timeout: float = 6.0) -> Iterator[Server]:
-    """A server whose supervisors beat every second and time out after ``timeout`` seconds."""
+    """A server whose supervisors beat every second and time out after ``timeout`` seconds
+    (looked for every second)."""
     config = tmp_path / "server.yaml"
-    config.write_text(f"heartbeat_every: 1\nhealth:\n  heartbeat_timeout: {timeout}\n")
+    config.write_text(
+        f"heartbeat_every: 1\nconsistency_every: 1\nhealth:\n  heartbeat_timeout: {timeout}\n"
+    )
     data = tmp_path / "server-data"
     with running_server(
         database, data=data, home=tmp_path, log=tmp_path / "server.log", config=config

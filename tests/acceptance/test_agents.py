@@ -203,8 +203,9 @@ def test_an_agent_token_cannot_touch_another_labs_set_and_agents_never_hold_the_
             check_no_database_url(database, east, west)
             job = wait_state(server, job_id, ("completed", "aborted", "cancelled"))
             assert (job["state"], job["result"]) == ("completed", "pass"), job
-            body = server.log_text(job_id, f"logs/set-{set_id}/supervisor.log")
-            assert "forged" not in body
+            kept = server.data / "logs" / f"set-{set_id}" / "supervisor.log"
+            assert "forged" not in kept.read_text()
+            assert f"set {set_id} ends completed" in kept.read_text()
 
 
 def check_no_database_url(database: str, *made: Agent) -> None:
@@ -238,7 +239,7 @@ def test_an_agent_cut_off_from_the_server_stops_its_tasks_and_no_set_runs_twice(
     marks = tmp_path / "marks"
     marks.mkdir()
     with agent_server(tmp_path, f"sqlite:///{tmp_path / 'labq.db'}", timeout=6) as server:
-        server.lab("east", "e1.east")
+        server.lab("east", "e1.east", "e2.east")  # the retry needs another system
         proxy = Proxy(int(server.url.rsplit(":", 1)[1]))
         east = make_agent(server, tmp_path, "east-1", "east", url=proxy.url)
         run = (
@@ -274,5 +275,7 @@ def test_an_agent_cut_off_from_the_server_stops_its_tasks_and_no_set_runs_twice(
                 assert [s["state"] for s in done["sets"]] == ["aborted", "completed"], done
         finally:
             proxy.close()
-        starts = [line.split()[1] for line in (marks / "starts").read_text().splitlines()]
-        assert len(starts) == len(set(starts)), starts  # 0 sets ran twice
+        starts = [line.split() for line in (marks / "starts").read_text().splitlines()]
+        assert len(starts) == 2  # the set, and its retry on the other system
+        assert len({s[1] for s in starts}) == 2, starts  # 0 sets ran twice
+        assert float(starts[1][2]) > stopped_at  # the retry began after the first one stopped

@@ -15,10 +15,11 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Final
 
 from labq.agent.process import DEFAULT_KEEP_SETS, DEFAULT_MAX_SETS, run
 
-TOKEN_VARIABLE = "LABQ_AGENT_TOKEN"
+TOKEN_VARIABLE: Final = "LABQ_AGENT_TOKEN"  # noqa: S105 - its name, not a token
 
 
 def agent_token(token: str | None, token_file: str | None) -> str:
