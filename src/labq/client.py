@@ -24,7 +24,7 @@ from labq.errors import LabqError
 
 DEFAULT_URL: Final = "http://127.0.0.1:8080"
 API_PREFIX: Final = "/api/v1"
-Params = Mapping[str, str | int | None]
+Params = Mapping[str, str | int | list[str] | None]  # a list: the parameter repeated
 
 
 class ServerError(LabqError):

@@ -22,6 +22,7 @@ from labq.api import (
     pools,
     queue,
     runs,
+    simexport,
     systems,
     usage,
 )
@@ -75,6 +76,7 @@ def create_app(
         agents.router,
         agent.router,
         usage.router,
+        simexport.router,
     ):
         openapi.document_errors(router)
         app.include_router(router, prefix=PREFIX, dependencies=[Depends(strict_query)])

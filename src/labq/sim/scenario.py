@@ -109,6 +109,14 @@ class LockStepSpec(_Strict):
         return self.lock.partition(":")[2]
 
 
+class Recorded(_Strict):
+    """What really happened to a recipe (``labq sim export``): when its set started, relative
+    to the window's start, and on which system. The simulation ignores it; fidelity reads it."""
+
+    start: Annotated[float, Field(ge=0)]
+    system: Name | None = None
+
+
 class SimRecipe(_Strict):
     """A recipe with what the simulation needs: how long it runs and how it ends."""
 
@@ -120,6 +128,7 @@ class SimRecipe(_Strict):
     exclude: list[Name] = Field(default_factory=list)
     tasks: list[dict[str, Any]] = Field(default_factory=list)
     lock_plan: list[LockStepSpec] = Field(default_factory=list)
+    recorded: Recorded | None = None
 
     @model_validator(mode="after")
     def _plan_fits(self) -> SimRecipe:
@@ -186,6 +195,7 @@ class SimEvent(_Strict):
 
 
 class Scenario(_Strict):
+    notes: list[str] = Field(default_factory=list)  # for people: what the file leaves out
     config: SimConfig = SimConfig()
     labs: list[Name] = Field(default_factory=list)
     pools: list[PoolSpec] = Field(default_factory=list)
@@ -212,7 +222,9 @@ def with_config(scenario: Scenario, path: str | Path) -> Scenario:
     """The scenario with the ``config`` section read from a file laid over its own.
 
     The file is a YAML mapping of the section's keys (``holds``, ``queue``,
-    ``aging``, …); each key given replaces the scenario's, whole.
+    ``aging``, …); each key given replaces the scenario's, whole. A ``pools`` key
+    maps pool names to their new ``access`` (group: highest priority; null: open
+    to every group): what-if for a pool's caps.
     """
     source = str(path)
     data, lines = load_yaml(read_document(path), source=source)
@@ -220,12 +232,36 @@ def with_config(scenario: Scenario, path: str | Path) -> Scenario:
         raise InputError(
             "expected a mapping of config keys (holds, queue, aging, …)", source=source
         )
+    data = dict(data)
+    pools = _pool_changes(scenario, data.pop("pools", None), source)
     merged = {**scenario.config.model_dump(by_alias=True, exclude_unset=True), **data}
     try:
         config = SimConfig.model_validate(merged)
     except ValidationError as exc:
         raise validation_error(exc, source=source, lines=lines) from None
-    return scenario.model_copy(update={"config": config})
+    return scenario.model_copy(update={"config": config, "pools": pools})
+
+
+def _pool_changes(scenario: Scenario, changes: object, source: str) -> list[PoolSpec]:
+    """The scenario's pools with the access rules the settings file gives."""
+    if changes is None:
+        return list(scenario.pools)
+    if not isinstance(changes, dict):
+        raise InputError("pools: expected a mapping of pool names to access", source=source)
+    known = {p.name for p in scenario.pools}
+    for name in changes:
+        if name not in known:
+            raise InputError(f"pools: no pool {name!r} in the scenario", source=source)
+    out = []
+    for pool in scenario.pools:
+        if pool.name not in changes:
+            out.append(pool)
+            continue
+        try:
+            out.append(PoolSpec.model_validate({"name": pool.name, "access": changes[pool.name]}))
+        except ValidationError as exc:
+            raise validation_error(exc, source=source, lines=LineMap()) from None
+    return out
 
 
 def parse_scenario(data: object, *, source: str, lines: LineMap | None = None) -> Scenario:

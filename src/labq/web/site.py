@@ -6,7 +6,19 @@ from fastapi import FastAPI
 from fastapi.responses import RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
-from labq.web import agents, job_actions, jobs, labs, login, queue, runs, systems, trends, usage
+from labq.web import (
+    agents,
+    job_actions,
+    jobs,
+    labs,
+    login,
+    queue,
+    runs,
+    systems,
+    trends,
+    usage,
+    whatif,
+)
 from labq.web.rendering import PREFIX, STATIC
 
 
@@ -22,6 +34,7 @@ def install(app: FastAPI) -> None:
         labs.router,
         agents.router,
         usage.router,
+        whatif.router,
         trends.router,
     ):
         app.include_router(router, prefix=PREFIX)
