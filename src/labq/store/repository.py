@@ -22,6 +22,7 @@ from labq.store.listing import JobListing
 from labq.store.locks import LockStore
 from labq.store.passwords import PasswordStore
 from labq.store.reporting import ReportStore
+from labq.store.reservations import ReservationStore
 from labq.store.retries import RetryStore
 from labq.store.runs import RunStore
 from labq.store.supervisors import SupervisorStore
@@ -46,6 +47,7 @@ class Repository(
     SupervisorStore,
     LockStore,
     LeadershipStore,
+    ReservationStore,
 ):
     """Labs, systems, pools, people, access rules, jobs, recipe moves and the activity log;
     tokens and passwords; task reports and supervisors; what the scheduler rebuilds from;
