@@ -21,6 +21,7 @@ from labq.api import (
     people,
     pools,
     queue,
+    reservations,
     runs,
     systems,
 )
@@ -61,6 +62,7 @@ def create_app(
         health.router,
         labs.router,
         systems.router,
+        reservations.router,
         pools.router,
         people.users,
         people.groups,
