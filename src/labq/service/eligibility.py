@@ -59,6 +59,8 @@ def follow_up(
         service.wake_at = reservations.next_wake(repo)
     if not jobs_may_have_ended:
         return out
+    # a set that ended may have left its systems reserved (<reservesys>): wake when due
+    service.wake_at = reservations.next_wake(repo)
     for _ in range(MAX_ROUNDS):
         # a dependency once met stays met: only sets the core still holds back need a look
         review = {
