@@ -81,3 +81,35 @@ def test_reservesys_keeps_the_system_then_the_queue_gets_it_on_time(server, tmp_
     assert wait_for(client, waiting, timeout=30)["state"] == "completed"
     assert _held(client, "a.lab1") is None
     assert 2.5 <= time.monotonic() - ended <= 15  # released by the timer, not a minute later
+
+
+def test_reserve_loan_and_release_with_their_permissions(server, tmp_path):
+    client, _, env = server
+    _ok(cli(env, "lab", "add", "lab1"))
+    _ok(cli(env, "system", "add", "a.lab1", "--lab", "lab1"))
+    alice, bob = _user(env, "alice"), _user(env, "bob")
+    queued = json.loads(
+        _ok(cli(alice, "system", "reserve", "a.lab1", "--for", "1h", "--json")).stdout
+    )
+    assert queued["for"] == 3600
+    assert wait_for(client, queued["job"], timeout=60)["state"] == "completed"
+    held = _until(lambda: _held(client, "a.lab1"))
+    assert held["holder"] == "alice"
+    again = cli(bob, "system", "reserve", "a.lab1")
+    assert again.returncode != 0 and "already reserved by alice" in again.stderr
+    refused = cli(bob, "system", "release", "a.lab1")
+    assert refused.returncode != 0 and "only they or an admin" in refused.stderr
+    assert "released a.lab1" in _ok(cli(alice, "system", "release", "a.lab1")).stdout
+    nobody = cli(bob, "system", "loan", "a.lab1", "--to", "bob")
+    assert nobody.returncode != 0 and "admin" in nobody.stderr
+    bad = cli(env, "system", "loan", "a.lab1", "--to", "bob", "--for", "soon")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--for" in bad.stderr
+    loaned = json.loads(_ok(cli(env, "system", "loan", "a.lab1", "--to", "bob", "--json")).stdout)
+    assert (loaned["kind"], loaned["holder"], loaned["until"]) == ("loan", "bob", None)
+    listed = json.loads(_ok(cli(env, "system", "reservations", "--json")).stdout)
+    assert [r["holder"] for r in listed["reservations"]] == ["bob"]
+    waiting = _submit(env, tmp_path, "quick.yaml", QUICK)
+    time.sleep(1.5)
+    assert client.get(f"/jobs/{waiting}/results").json()["state"] in ("new", "queued")
+    _ok(cli(env, "system", "release", "a.lab1"))  # an admin may release anyone's
+    assert wait_for(client, waiting, timeout=30)["state"] == "completed"
