@@ -74,6 +74,8 @@ def test_reservesys_keeps_the_system_then_the_queue_gets_it_on_time(server, tmp_
     ended = time.monotonic()
     listed = _ok(cli(env, "system", "list")).stdout
     assert "reserved by admin until" in listed
+    page = client.get(str(client.base_url).replace("/api/v1", "/ui/systems"))
+    assert "reserved by admin until" in page.text  # the UI says so too
     waiting = _submit(env, tmp_path, "quick.yaml", QUICK)
     time.sleep(1)
     state = client.get(f"/jobs/{waiting}/results").json()["state"]
@@ -96,14 +98,19 @@ def test_reserve_loan_and_release_with_their_permissions(server, tmp_path):
     held = _until(lambda: _held(client, "a.lab1"))
     assert held["holder"] == "alice"
     again = cli(bob, "system", "reserve", "a.lab1")
-    assert again.returncode != 0 and "already reserved by alice" in again.stderr
+    assert again.returncode != 0
+    assert "already reserved by alice" in again.stderr
     refused = cli(bob, "system", "release", "a.lab1")
-    assert refused.returncode != 0 and "only they or an admin" in refused.stderr
+    assert refused.returncode != 0
+    assert "only they or an admin" in refused.stderr
     assert "released a.lab1" in _ok(cli(alice, "system", "release", "a.lab1")).stdout
     nobody = cli(bob, "system", "loan", "a.lab1", "--to", "bob")
-    assert nobody.returncode != 0 and "admin" in nobody.stderr
+    assert nobody.returncode != 0
+    assert "admin" in nobody.stderr
     bad = cli(env, "system", "loan", "a.lab1", "--to", "bob", "--for", "soon")
-    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--for" in bad.stderr
+    assert bad.returncode == 2
+    assert bad.stderr.count("\n") == 1
+    assert "--for" in bad.stderr
     loaned = json.loads(_ok(cli(env, "system", "loan", "a.lab1", "--to", "bob", "--json")).stdout)
     assert (loaned["kind"], loaned["holder"], loaned["until"]) == ("loan", "bob", None)
     listed = json.loads(_ok(cli(env, "system", "reservations", "--json")).stdout)
