@@ -10,12 +10,14 @@ from pydantic import Field
 from labq.api.deps import AdminDep, StateDep, UserDep
 from labq.api.events import tell
 from labq.api.openapi import answers
+from labq.api.reservations import reservation_json
 from labq.api.schemas import INTEGRAL, NO_NUL, Attributes, Body, ConditionLabel, Name, Reason
 from labq.domain.inventory import InventoryError, parse_inventory
 from labq.domain.model import System
 from labq.domain.states import Condition
 from labq.errors import InputError
 from labq.store import reading, transaction
+from labq.store.reservations import ReservationView
 
 router = APIRouter(prefix="/systems", tags=["systems"])
 
@@ -105,14 +107,26 @@ def list_systems(
 ) -> dict[str, Any]:
     """Systems by fqdn, optionally only one lab's or one pool's."""
     with reading(state.engine) as repo:
-        return {"systems": [system_json(s) for s in repo.list_systems(lab=lab, pool=pool)]}
+        held = repo.open_reservations()
+        return {
+            "systems": [
+                {**system_json(s), "reservation": _held(held.get(s.fqdn))}
+                for s in repo.list_systems(lab=lab, pool=pool)
+            ]
+        }
 
 
 @router.get("/{fqdn}", responses=answers(404))
 def show_system(fqdn: str, state: StateDep, _: UserDep) -> dict[str, Any]:
     """One system, with the reason its condition was last set."""
     with reading(state.engine) as repo:
-        return system_json(repo.get_system(fqdn), repo.condition_reason(fqdn))
+        shown = system_json(repo.get_system(fqdn), repo.condition_reason(fqdn))
+        return {**shown, "reservation": _held(repo.reservation_of(fqdn))}
+
+
+def _held(found: ReservationView | None) -> dict[str, Any] | None:
+    """The system's open reservation or loan (issue 14), None when it has none."""
+    return None if found is None else reservation_json(found)
 
 
 @router.get("/{fqdn}/history", responses=answers(404))

@@ -80,7 +80,7 @@ def list_systems(ctx: click.Context, lab: str | None, pool: str | None, as_json:
                     s["lab"],
                     s["arch"],
                     s["condition"],
-                    s["usage"],
+                    _usage(s),
                     s["recipe"],
                     cell(s["pools"]),
                     cell(s["attributes"]),
@@ -90,6 +90,12 @@ def list_systems(ctx: click.Context, lab: str | None, pool: str | None, as_json:
         )
 
     show(systems, as_json, render)
+
+
+def _usage(system: dict[str, Any]) -> str:
+    """Its usage, or ``reserved by alice until …`` while someone holds it (issue 14)."""
+    held = system.get("reservation")
+    return str(system["usage"]) if held is None else str(held["text"])
 
 
 @system.command("show")

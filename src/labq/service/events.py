@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from labq.domain.states import Condition, RecipeState
 from labq.scheduler.core import Scheduler
-from labq.service import bridge, eligibility, repair
+from labq.service import bridge, eligibility, repair, reservations
 from labq.service.actions import Actions
 from labq.store import Repository, epoch
 from labq.store.agents import AGENT_HOST
@@ -65,6 +65,8 @@ def decide(
         return eligibility.filters_changed(repo, core, now)
     if event.kind == "pause":
         return eligibility.pause_changed(service, repo, core, str(event.key), now)
+    if event.kind == "reservation":
+        return reservations.changed(service, repo, core, str(event.key), now)
     if event.kind == "pauses":  # a pause ran out: the follow-up after every event ends it
         return []
     raise ValueError(f"unknown scheduler event {event.kind!r}")

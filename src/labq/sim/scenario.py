@@ -173,25 +173,49 @@ class SimJob(_Strict):
 
 
 class SimEvent(_Strict):
-    """Something that happens at ``at``: a condition change, a cancel, a priority change."""
+    """Something that happens at ``at``: a condition change, a cancel, a priority change,
+    a system reserved or loaned to a person (for ``for`` seconds, or until released),
+    a release, a lab's queue paused or resumed."""
 
     at: Annotated[float, Field(ge=0)]
     system: Name | None = None
     condition: Condition | None = None
+    reserve: Name | None = None  # the person who reserves the system
+    loan: Name | None = None  # the person it is loaned to
+    hold: Annotated[float | None, Field(gt=0)] = Field(default=None, alias="for")
+    release: Literal[True] | None = None
+    lab: Name | None = None
+    pause: bool | None = None  # true: the lab's queue pauses; false: it resumes
     cancel: Name | None = None
     job: Name | None = None
     priority: PriorityField | None = None
 
     @model_validator(mode="after")
     def _one_kind(self) -> SimEvent:
+        on_system = self.system is not None
         kinds = [
-            self.system is not None and self.condition is not None,
+            on_system and self.condition is not None,
+            on_system and self.reserve is not None,
+            on_system and self.loan is not None,
+            on_system and self.release is not None,
+            self.lab is not None and self.pause is not None,
             self.cancel is not None,
             self.job is not None and self.priority is not None,
         ]
         if sum(kinds) != 1:
-            raise ValueError("an event is one of {system, condition}, {cancel} or {job, priority}")
+            raise ValueError(
+                "an event is one of {system, condition}, {system, reserve[, for]},"
+                " {system, loan[, for]}, {system, release}, {lab, pause}, {cancel}"
+                " or {job, priority}"
+            )
+        if self.hold is not None and self.person is None:
+            raise ValueError("for goes with reserve or loan")
         return self
+
+    @property
+    def person(self) -> str | None:
+        """Who a reserve or loan event gives the system to."""
+        return self.reserve or self.loan
 
 
 class Scenario(_Strict):
@@ -316,6 +340,7 @@ def _check_references(scenario: Scenario, source: str) -> None:
             raise InputError(f"system {fqdn} is listed twice", source=source, place="systems")
         seen.add(fqdn)
     pools = {p.name for p in scenario.pools}
+    labs = set(scenario.labs) | {s.lab for s in scenario.systems}
     for i, system in enumerate(scenario.systems):
         if scenario.labs and system.lab not in scenario.labs:
             raise InputError(
@@ -330,6 +355,8 @@ def _check_references(scenario: Scenario, source: str) -> None:
         named = event.cancel or event.job
         if named is not None and named not in ids:
             raise InputError(f"no job {named!r}", source=source, place=f"events[{i}]")
+        if event.lab is not None and event.lab not in labs:
+            raise InputError(f"no lab {event.lab!r}", source=source, place=f"events[{i}].lab")
         if event.system is not None and event.system not in seen:
             raise InputError(
                 f"no system {event.system!r}", source=source, place=f"events[{i}].system"

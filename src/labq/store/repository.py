@@ -23,6 +23,7 @@ from labq.store.listing import JobListing
 from labq.store.locks import LockStore
 from labq.store.passwords import PasswordStore
 from labq.store.reporting import ReportStore
+from labq.store.reservations import ReservationStore
 from labq.store.retries import RetryStore
 from labq.store.runs import RunStore
 from labq.store.supervisors import SupervisorStore
@@ -48,6 +49,7 @@ class Repository(
     LockStore,
     LeadershipStore,
     AccountingStore,
+    ReservationStore,
 ):
     """Labs, systems, pools, people, access rules, jobs, recipe moves and the activity log;
     tokens and passwords; task reports and supervisors; what the scheduler rebuilds from;

@@ -534,3 +534,36 @@ class Leadership(Base):
     epoch: Mapped[int]
     holder: Mapped[str | None] = mapped_column(Name)
     since: Mapped[datetime | None]
+
+
+class SystemReservations(Base):
+    """A system reserved or loaned to a person (issue 14): not offered to the queue while open.
+
+    ``kind`` is ``reserve`` (a recipe's ``<reservesys>`` or ``labq system reserve``, whose
+    recipe is ``recipe_id``) or ``loan`` (an admin's). Open while ``released_at`` is NULL
+    and ``until`` (None: no end) has not passed; at most one open per system.
+    """
+
+    __tablename__ = "system_reservations"
+    __table_args__ = (
+        one_of("kind", ("reserve", "loan")),
+        CheckConstraint("until IS NULL OR until > since", name="until"),
+        CheckConstraint("released_at IS NULL OR released_at >= since", name="released"),
+        Index(
+            "uq_system_reservations_open",
+            "system_id",
+            unique=True,
+            sqlite_where=text("released_at IS NULL"),
+            postgresql_where=text("released_at IS NULL"),
+        ),
+    )
+    id: Mapped[int] = _id()
+    system_id: Mapped[int] = _fk("systems.id", cascade=True, index=True)
+    holder_id: Mapped[int] = _fk("users.id")
+    kind: Mapped[str] = mapped_column(String(16))
+    recipe_id: Mapped[int | None] = mapped_column(ForeignKey("recipes.id", ondelete="SET NULL"))
+    since: Mapped[datetime]
+    until: Mapped[datetime | None]
+    released_at: Mapped[datetime | None]
+    released_by: Mapped[int | None] = _fk("users.id")
+    reason: Mapped[str | None] = mapped_column(Text)
