@@ -17,10 +17,12 @@ from labq.api import (
     labs,
     locks,
     metrics,
+    notices,
     openapi,
     people,
     pools,
     queue,
+    retention,
     runs,
     systems,
 )
@@ -73,6 +75,8 @@ def create_app(
         filters.pauses,
         agents.router,
         agent.router,
+        notices.router,
+        retention.router,
     ):
         openapi.document_errors(router)
         app.include_router(router, prefix=PREFIX, dependencies=[Depends(strict_query)])
