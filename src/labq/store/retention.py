@@ -40,7 +40,7 @@ class RetentionStore(StoreBase):
     def ended_unpruned_jobs(
         self, ended_before: datetime, *, after: int = 0, limit: int = 500
     ) -> list[EndedJob]:
-        """Jobs (ids above ``after``, in order) that ended before ``ended_before`` and whose
+        """Jobs (ids above ``after``, in order) that ended by ``ended_before`` and whose
         logs are still kept: pages, since jobs kept forever stay in this list."""
         open_set = exists().where(RecipeSets.job_id == Jobs.id, RecipeSets.finished_at.is_(None))
         pruned = exists().where(LogPrunes.job_id == Jobs.id)
@@ -55,7 +55,7 @@ class RetentionStore(StoreBase):
         stmt = (
             select(Jobs.id, Jobs.meta, ended.c.ended_at)
             .join(ended, ended.c.job_id == Jobs.id)
-            .where(Jobs.id > after, ~open_set, ~pruned, ended.c.ended_at < ended_before)
+            .where(Jobs.id > after, ~open_set, ~pruned, ended.c.ended_at <= ended_before)
             .order_by(Jobs.id)
             .limit(limit)
         )
