@@ -28,7 +28,7 @@ class Mailbox:
     port: int = 0
     mails: list[tuple[list[str], Message]] = field(default_factory=list)
 
-    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:  # noqa: N802
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
         self.mails.append((list(envelope.rcpt_tos), message_from_bytes(envelope.content)))
         return "250 OK"
 
@@ -60,7 +60,7 @@ def http_receiver() -> Iterator[Hooks]:
     hooks = Hooks()
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
             hooks.posts.append(({k.lower(): v for k, v in self.headers.items()}, body))
             self.send_response(hooks.status)

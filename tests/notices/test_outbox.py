@@ -86,7 +86,8 @@ def test_a_failing_receiver_is_retried_with_backoff_then_given_up(engine, clock)
             [item] = repo.job_notifications(job_id)
         assert (item.state, item.attempts) == ("pending", 2)
         assert (item.next_at - clock.now).total_seconds() == 60  # doubled from 30
-        assert item.last_error is not None and "HTTP 500" in item.last_error
+        assert item.last_error is not None
+        assert "HTTP 500" in item.last_error
         clock.advance(seconds=60)
         assert outbox.run_once() == (0, 0)  # third and last
         clock.advance(days=1)
