@@ -18,8 +18,10 @@ from labq.commands.filter import filter_group, queue
 from labq.commands.jobs import job
 from labq.commands.labs import lab
 from labq.commands.locks import lock
+from labq.commands.notices import webhook
 from labq.commands.people import group, token, user
 from labq.commands.pools import pool
+from labq.commands.retention import logs_group
 from labq.commands.runs import run_group, suite
 from labq.commands.systems import system
 from labq.commands.usage import usage
@@ -74,6 +76,8 @@ for _command in (
     lock,
     filter_group,
     usage,
+    webhook,
+    logs_group,
 ):
     cli.add_command(_command)
 

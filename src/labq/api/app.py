@@ -17,11 +17,13 @@ from labq.api import (
     labs,
     locks,
     metrics,
+    notices,
     openapi,
     people,
     pools,
     queue,
     reservations,
+    retention,
     runs,
     simexport,
     systems,
@@ -79,6 +81,8 @@ def create_app(
         agent.router,
         usage.router,
         simexport.router,
+        notices.router,
+        retention.router,
     ):
         openapi.document_errors(router)
         app.include_router(router, prefix=PREFIX, dependencies=[Depends(strict_query)])

@@ -27,6 +27,7 @@ from labq.dispatch.workspace import RefError, resolve_ref
 from labq.domain.job import JobSpec
 from labq.domain.model import User
 from labq.domain.priority import Priority
+from labq.domain.retention import check_tag, job_tag
 from labq.domain.states import RecipeState
 from labq.formats.loader import Format, detect_format, parse_job
 from labq.formats.source import decode_document
@@ -101,6 +102,7 @@ def submit_job(
     if chosen == "auto":
         chosen = detect_format(text)
     spec = pin_ref(parse_job(text, source="job", fmt=chosen, limits=limits))
+    check_tag(job_tag(spec.metadata, app.settings.retention.default), app.settings.retention.tags)
     with transaction(app.engine) as repo:
         job_id = store_job(repo, caller, spec, chosen, now=app.clock())
     tell(lambda: app.events.job_submitted(job_id))
@@ -245,10 +247,17 @@ def _check_priority(repo: Repository, job_id: RowId, wanted: Priority, caller: U
 
 @router.get("/{job_id}/logs", responses=answers(404))
 def list_logs(job_id: RowId, app: StateDep, _: UserDep) -> dict[str, Any]:
-    """Each recipe's archived log files, as paths relative to the data directory."""
+    """Each recipe's archived log files, as paths relative to the data directory, and when
+    retention deleted them (``logs_deleted_at``; null while they are kept)."""
     with reading(app.engine) as repo:
         job = repo.load_job(job_id)
-    return {"id": job_id, "logs": log_files(job, app.settings.data_path())}
+        pruned = repo.prune_record(job_id)
+    logs = log_files(job, app.settings.data_path())
+    return {
+        "id": job_id,
+        "logs": logs,
+        "logs_deleted_at": None if pruned is None else pruned.deleted_at,
+    }
 
 
 @router.get("/{job_id}/logs/file", response_class=FileResponse, responses=answers(403, 404))

@@ -21,9 +21,11 @@ from labq.store.database import READ_ONLY
 from labq.store.leadership import LeadershipStore
 from labq.store.listing import JobListing
 from labq.store.locks import LockStore
+from labq.store.notices import NoticeStore
 from labq.store.passwords import PasswordStore
 from labq.store.reporting import ReportStore
 from labq.store.reservations import ReservationStore
+from labq.store.retention import RetentionStore
 from labq.store.retries import RetryStore
 from labq.store.runs import RunStore
 from labq.store.supervisors import SupervisorStore
@@ -34,6 +36,7 @@ from labq.store.views import ActivityEntry
 
 
 class Repository(
+    NoticeStore,
     BatchMoves,
     RestoreStore,
     AdmissionStore,
@@ -50,6 +53,7 @@ class Repository(
     LeadershipStore,
     AccountingStore,
     ReservationStore,
+    RetentionStore,
 ):
     """Labs, systems, pools, people, access rules, jobs, recipe moves and the activity log;
     tokens and passwords; task reports and supervisors; what the scheduler rebuilds from;
