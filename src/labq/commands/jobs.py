@@ -12,6 +12,7 @@ from rich.text import Text
 
 from labq.client import ServerError
 from labq.commands import api, cell, fields, json_option, show, table, when
+from labq.commands.logtail import print_log
 from labq.commands.pools import priority_label
 from labq.commands.runs import submit_run
 from labq.commands.waiting import follow
@@ -234,12 +235,19 @@ def results(ctx: click.Context, job_id: int, as_json: bool) -> None:
 
 @job.command("logs")
 @click.argument("job_id", metavar="ID", type=int)
-@click.argument("path", required=False)
+@click.argument("path", metavar="[PATH|FILE|TASK]", required=False)
+@click.option(
+    "--follow", "-f", is_flag=True, help="Print what the task writes until it ends (tail -f)."
+)
 @json_option
 @click.pass_context
-def logs(ctx: click.Context, job_id: int, path: str | None, as_json: bool) -> None:
-    """List a job's log files, or print the one at PATH (as the listing names it)."""
+def logs(ctx: click.Context, job_id: int, path: str | None, follow: bool, as_json: bool) -> None:
+    """List a job's log files, or print one: by its PATH (as the listing names it), its bare
+    FILE name, or a TASK's id or name; --follow without one follows the running task."""
     client = api(ctx)
+    if follow or (path is not None and "/" not in path):
+        print_log(client, job_id, path, follow, as_json)
+        return
     if path is not None:
         text = client.get_text(f"/jobs/{job_id}/logs/file", {"path": path})
         if as_json:
