@@ -164,6 +164,10 @@ class Client:
             detail = str(exc) or type(exc).__name__
             raise UnreachableError(f"lost labq at {self.connection.url} ({detail})") from None
 
+    def get_bytes(self, path: str, params: Params | None = None) -> bytes:
+        """``GET`` an answer as it came (an XML report)."""
+        return self._send("GET", path, params=params).content
+
     def post(self, path: str, body: Any = None) -> Any:
         """``POST`` a JSON body (or none) and decode the answer."""
         return self._send("POST", path, json=body).json()
