@@ -23,6 +23,8 @@ from labq.api import (
     pools,
     queue,
     runs,
+    sysinfo,
+    sysremove,
     systems,
 )
 from labq.api.deps import AppState, Clock, strict_query
@@ -61,7 +63,9 @@ def create_app(
     for router in (
         health.router,
         labs.router,
+        sysinfo.router,  # before systems: /systems/summary is no fqdn
         systems.router,
+        sysremove.router,
         pools.router,
         people.users,
         people.groups,

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
-import click
 from lxml import etree
 
 from labq.client import Client
@@ -16,9 +16,8 @@ def write_junit(client: Client, job_id: int, file: Path, as_json: bool) -> None:
     """Fetch the report and write it to ``file`` (``-``: stdout), then say what it holds."""
     document = client.get_bytes(f"/jobs/{job_id}/results", {"format": "junit"})
     if str(file) == "-":
-        out = click.get_binary_stream("stdout")
-        out.write(document)
-        out.flush()
+        sys.stdout.buffer.write(document)
+        sys.stdout.buffer.flush()
         return
     try:
         file.write_bytes(document)

@@ -25,6 +25,7 @@ from labq.store.reporting import ReportStore
 from labq.store.retries import RetryStore
 from labq.store.runs import RunStore
 from labq.store.supervisors import SupervisorStore
+from labq.store.sysedit import SystemEditStore
 from labq.store.tables import Activity
 from labq.store.tokens import TokenStore
 from labq.store.unfinished import RestoreStore
@@ -32,6 +33,7 @@ from labq.store.views import ActivityEntry
 
 
 class Repository(
+    SystemEditStore,
     BatchMoves,
     RestoreStore,
     AdmissionStore,
