@@ -12,7 +12,10 @@ import click
 
 from labq import __version__
 from labq.client import DEFAULT_URL
-from labq.commands import Session
+from labq.commands import (
+    Session,
+    sysadmin,  # noqa: F401  (attaches to ``system``)
+)
 from labq.commands import reservations as _reservations  # noqa: F401 - attaches its commands
 from labq.commands.filter import filter_group, queue
 from labq.commands.jobs import job

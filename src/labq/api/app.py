@@ -16,6 +16,7 @@ from labq.api import (
     jobs,
     labs,
     locks,
+    logtail,
     metrics,
     notices,
     openapi,
@@ -26,6 +27,8 @@ from labq.api import (
     retention,
     runs,
     simexport,
+    sysinfo,
+    sysremove,
     systems,
     usage,
 )
@@ -65,13 +68,16 @@ def create_app(
     for router in (
         health.router,
         labs.router,
+        sysinfo.router,  # before systems: /systems/summary is no fqdn
         systems.router,
         reservations.router,
+        sysremove.router,
         pools.router,
         people.users,
         people.groups,
         people.tokens,
         jobs.router,
+        logtail.router,
         runs.router,
         queue.router,
         locks.router,

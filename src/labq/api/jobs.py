@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, Literal
 
 from fastapi import APIRouter, Depends, Header, Query, Request
-from fastapi.responses import FileResponse
+from fastapi.responses import FileResponse, Response
 
 from labq.api.auth import require_job_change
 from labq.api.deps import StateDep, UserDep
@@ -20,7 +20,8 @@ from labq.api.errors import ApiError
 from labq.api.events import tell
 from labq.api.feasibility import refuse_unrunnable
 from labq.api.filters import admit_job
-from labq.api.jobviews import job_json, job_summary, log_files, results_json
+from labq.api.jobviews import job_json, job_summary, log_files, log_reader, results_json
+from labq.api.junit import junit_xml
 from labq.api.openapi import answers
 from labq.api.schemas import Body, Offset, PriorityLabel, Reason, RowId
 from labq.dispatch.workspace import RefError, resolve_ref
@@ -196,11 +197,20 @@ def job_history(job_id: RowId, app: StateDep, _: UserDep) -> dict[str, Any]:
     return {"id": job_id, "recipes": recipes}
 
 
-@router.get("/{job_id}/results", responses=answers(404))
-def job_results(job_id: RowId, app: StateDep, _: UserDep) -> dict[str, Any]:
-    """Results of every recipe and task."""
+@router.get("/{job_id}/results", responses=answers(404, 422))
+def job_results(
+    job_id: RowId,
+    app: StateDep,
+    _: UserDep,
+    fmt: Annotated[Literal["json", "junit"], Query(alias="format")] = "json",
+) -> Any:
+    """Results of every recipe and task; ``?format=junit``: as JUnit XML, logs attached."""
     with reading(app.engine) as repo:
-        return results_json(repo.load_job(job_id))
+        job = repo.load_job(job_id)
+    if fmt == "junit":
+        document = junit_xml(job, log_reader(app.settings.data_path()))
+        return Response(document, media_type="application/xml")
+    return results_json(job)
 
 
 @router.post("/{job_id}/cancel", responses=answers(404, 409))

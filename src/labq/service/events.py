@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from labq.domain.states import Condition, RecipeState
+from labq.domain.stops import stopped_state
 from labq.scheduler.core import Scheduler
 from labq.service import bridge, eligibility, repair, reservations
 from labq.service.actions import Actions
@@ -148,7 +149,9 @@ def _left_unfinished(view: RecipeSetView, why: str) -> tuple[dict[int, RecipeSta
     """
     cancelled = view.stop_reason is not None and view.stop_reason != repair.QUIET
     end, reason = (
-        (RecipeState.CANCELLED, str(view.stop_reason)) if cancelled else (RecipeState.ABORTED, why)
+        (stopped_state(str(view.stop_reason)), str(view.stop_reason))
+        if cancelled
+        else (RecipeState.ABORTED, why)
     )
     return {r.id: end for r in view.recipes if not r.state.is_final}, reason
 

@@ -29,6 +29,7 @@ from labq.store.retention import RetentionStore
 from labq.store.retries import RetryStore
 from labq.store.runs import RunStore
 from labq.store.supervisors import SupervisorStore
+from labq.store.sysedit import SystemEditStore
 from labq.store.tables import Activity
 from labq.store.tokens import TokenStore
 from labq.store.unfinished import RestoreStore
@@ -37,6 +38,7 @@ from labq.store.views import ActivityEntry
 
 class Repository(
     NoticeStore,
+    SystemEditStore,
     BatchMoves,
     RestoreStore,
     AdmissionStore,

@@ -567,6 +567,8 @@ class SystemReservations(Base):
     released_at: Mapped[datetime | None]
     released_by: Mapped[int | None] = _fk("users.id")
     reason: Mapped[str | None] = mapped_column(Text)
+
+
 NOTIFICATION_KINDS: Final = ("email", "webhook")
 NOTIFICATION_STATES: Final = ("pending", "sent", "failed")
 

@@ -13,6 +13,7 @@ from labq.web import (
     labs,
     login,
     queue,
+    reports,
     runs,
     systems,
     trends,
@@ -26,6 +27,7 @@ def install(app: FastAPI) -> None:
     """Serve the pages from ``app``; ``/`` and ``/ui/`` lead to the jobs list."""
     for router in (
         login.router,
+        reports.router,  # before jobs: /jobs/{id}/logs/follow
         jobs.router,
         job_actions.router,
         runs.router,
