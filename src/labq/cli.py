@@ -12,13 +12,19 @@ import click
 
 from labq import __version__
 from labq.client import DEFAULT_URL
-from labq.commands import Session
+from labq.commands import (
+    Session,
+    sysadmin,  # noqa: F401  (attaches to ``system``)
+)
+from labq.commands import reservations as _reservations  # noqa: F401 - attaches its commands
 from labq.commands.filter import filter_group, queue
 from labq.commands.jobs import job
 from labq.commands.labs import lab
 from labq.commands.locks import lock
+from labq.commands.notices import webhook
 from labq.commands.people import group, token, user
 from labq.commands.pools import pool
+from labq.commands.retention import logs_group
 from labq.commands.runs import run_group, suite
 from labq.commands.systems import system
 from labq.commands.usage import usage
@@ -73,6 +79,8 @@ for _command in (
     lock,
     filter_group,
     usage,
+    webhook,
+    logs_group,
 ):
     cli.add_command(_command)
 
@@ -198,10 +206,32 @@ def demo(port: int, directory: str | None) -> None:
     run_demo(port=port, directory=directory)
 
 
-@cli.command()
+class DefaultToRun(click.Group):
+    """``labq sim SCENARIO …`` runs a scenario; ``labq sim export …`` writes one."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args or (args[0] not in self.commands and args[0] not in ("--help", "-h")):
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+@cli.group(cls=DefaultToRun)
+def sim() -> None:
+    """Run the scheduling core over a scenario or a workload trace with a virtual clock
+    (``labq sim SCENARIO``), or export the lab's own history as a scenario (``labq sim export``).
+    """
+
+
+@sim.command("run")
 @click.argument("scenario", required=False, type=click.Path(dir_okay=False))
 @click.option("--policy", default="labq", show_default=True, help="The policy to run.")
-@click.option("--compare", "compare", default=None, help="Run several policies: labq,easy,…")
+@click.option(
+    "--compare",
+    "compare",
+    default=None,
+    help="Run several policies: labq,easy,… — or current,new: an exported history under its"
+    " own settings and under --config's.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option(
     "--plot",
@@ -234,7 +264,7 @@ def demo(port: int, directory: str | None) -> None:
     type=click.Path(dir_okay=False),
     help="A YAML file of scenario config keys (holds, queue, …) laid over the input's.",
 )
-def sim(
+def sim_run(
     scenario: str | None,
     policy: str,
     compare: str | None,
@@ -263,6 +293,29 @@ def sim(
         estimate=estimate,
         config=config_file,
     )
+
+
+@sim.command("export")
+@click.option("--since", help="Start: an ISO time, or an age like 7d (default: 30 days ago).")
+@click.option("--until", help="End: an ISO time, or an age like 1d (default: now).")
+@click.option("--lab", "labs", multiple=True, help="Only this lab (repeat).")
+@click.option("--anonymise", is_flag=True, help="Pseudonyms for people, groups and systems.")
+@click.pass_context
+def sim_export(
+    ctx: click.Context, since: str | None, until: str | None, labs: tuple[str, ...], anonymise: bool
+) -> None:
+    """Write the lab's own history (jobs submitted in the window, measured durations and
+    outcomes, systems and their changes) as a scenario for labq sim (admins)."""
+    from labq.commands import api
+    from labq.commands.usage import moment
+
+    params: dict[str, str | int | list[str] | None] = {
+        "since": moment(since, "--since"),
+        "until": moment(until, "--until"),
+        "lab": list(labs) or None,
+        "anonymise": "true" if anonymise else None,
+    }
+    click.echo(api(ctx).get_text("/sim/export", params), nl=False)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

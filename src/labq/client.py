@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -24,7 +25,7 @@ from labq.errors import LabqError
 
 DEFAULT_URL: Final = "http://127.0.0.1:8080"
 API_PREFIX: Final = "/api/v1"
-Params = Mapping[str, str | int | None]
+Params = Mapping[str, str | int | list[str] | None]  # a list: the parameter repeated
 
 
 class ServerError(LabqError):
@@ -143,6 +144,29 @@ class Client:
     def get_text(self, path: str, params: Params | None = None) -> str:
         """``GET`` a plain-text answer (a log file)."""
         return self._send("GET", path, params=params).text
+
+    @contextmanager
+    def stream(self, path: str, params: Params | None = None) -> Iterator[httpx.Response]:
+        """``GET`` an answer that comes in chunks (a followed log); read it inside the block.
+
+        No read timeout: a followed log may be quiet for a while (the server bounds it).
+        """
+        query = {k: v for k, v in (params or {}).items() if v is not None}
+        try:
+            with self._http.stream(
+                "GET", path, params=query, timeout=httpx.Timeout(30.0, read=None)
+            ) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    raise _server_error(response)
+                yield response
+        except httpx.TransportError as exc:
+            detail = str(exc) or type(exc).__name__
+            raise UnreachableError(f"lost labq at {self.connection.url} ({detail})") from None
+
+    def get_bytes(self, path: str, params: Params | None = None) -> bytes:
+        """``GET`` an answer as it came (an XML report)."""
+        return self._send("GET", path, params=params).content
 
     def post(self, path: str, body: Any = None) -> Any:
         """``POST`` a JSON body (or none) and decode the answer."""

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from labq.domain.job import PriorityField
 from labq.domain.locks import DEFAULT_LEVELS
@@ -117,6 +117,54 @@ class Queue(_Section):
     lab_running_limits: dict[str, Annotated[int, Field(ge=1)]] = Field(default_factory=dict)
 
 
+class Smtp(_Section):
+    """Where job-end emails go out; no ``host``: no email is sent (the default)."""
+
+    host: str | None = None
+    port: Annotated[int, Field(ge=1, le=65535)] = 25
+    sender: str = "labq@localhost"  # the From: address
+    starttls: bool = False
+    username: str | None = None
+    password: str | None = None
+    timeout: Seconds = 10.0
+    # the owner's address: the user name when it has an @, else NAME@owner_domain; neither:
+    # only the job's <cc>s are written to
+    owner_domain: str | None = None
+
+
+class Notify(_Section):
+    """Job-end notifications: email (``smtp``) and webhooks, sent by a thread of the server."""
+
+    smtp: Smtp = Smtp()
+    every: Seconds = 5.0  # how often the sender looks for ended jobs and due sends
+    attempts: Annotated[int, Field(ge=1, le=100)] = 6  # then a notification is failed
+    backoff: Seconds = 30.0  # first retry after this, doubling each time
+    backoff_max: Seconds = 3600.0
+    timeout: Seconds = 10.0  # one webhook POST
+
+
+# a lifetime in days; None: kept forever
+Lifetime = Annotated[float, Field(gt=0)] | None
+
+
+def _default_tags() -> dict[str, float | None]:
+    return {"scratch": 30.0, "60days": 60.0, "120days": 120.0, "audit": None}
+
+
+class Retention(_Section):
+    """How long a job's logs are kept after it ends, by its retention tag (Beaker's)."""
+
+    tags: dict[str, Lifetime] = Field(default_factory=_default_tags)
+    default: str = "scratch"  # the tag of a job that names none
+    prune_every: Seconds = 3600.0  # how often the server prunes expired logs
+
+    @model_validator(mode="after")
+    def _default_is_a_tag(self) -> Retention:
+        if self.default not in self.tags:
+            raise ValueError(f"default {self.default!r} is not one of the tags")
+        return self
+
+
 def scheduler_config(
     aging: Aging, retry: Retry, holds: Holds, queue: Queue | None = None
 ) -> SchedulerConfig:
@@ -154,6 +202,8 @@ class Settings(_Section):
     heartbeat_every: Seconds = 5.0
     labs: dict[str, LabSettings] = Field(default_factory=dict)
     fetch: Fetch = Fetch()
+    notify: Notify = Notify()
+    retention: Retention = Retention()
 
     def scheduler(self) -> SchedulerConfig:
         """What the scheduling core needs of these settings."""

@@ -23,6 +23,7 @@ from labq.config import Settings
 from labq.datadir import DatabaseLock
 from labq.dispatch.dispatcher import Dispatcher
 from labq.service import bridge
+from labq.service.housekeeping import Housekeeper
 from labq.service.leader import Leadership
 from labq.service.loop import SchedulerService, utcnow
 from labq.service.notify import EventRouter, Listener, conninfo
@@ -46,6 +47,7 @@ class Server:
     listener: Listener | None = None
     scheduler: SchedulerService | None = None  # while this process leads
     dispatcher: Dispatcher | None = None
+    housekeeper: Housekeeper | None = None  # notifications and log retention, while leading
     database_lock: DatabaseLock | None = None  # SQLite: one server per file
     bell: WorkBell = field(default_factory=WorkBell)  # wakes lab agents' waiting claims
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -70,6 +72,8 @@ class Server:
             _adopt(self.engine, dispatcher, router, epoch)
             self.events.service = service  # events queue from here on, handled after start
             service.start()
+            self.housekeeper = Housekeeper(self.engine, self.settings, utcnow, ui_base=self.api_url)
+            self.housekeeper.start()
             log.info(
                 "leading the scheduler (epoch %d): %d sets running, supervisors in %s mode",
                 epoch,
@@ -87,6 +91,9 @@ class Server:
         """Stop scheduling; supervisors keep running for the next leader to adopt."""
         with self._lock:
             self.events.service = None
+            if self.housekeeper is not None:
+                self.housekeeper.stop()
+                self.housekeeper = None
             if self.scheduler is not None:
                 self.scheduler.stop()
             if self.dispatcher is not None:

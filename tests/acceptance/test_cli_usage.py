@@ -22,7 +22,7 @@ BAD = [
     (["system", "add"], "system add: missing argument"),
     (["lock", "acquire"], "lock acquire: missing argument"),
     (["demo", "--port", "0"], "demo: invalid value for '--port'"),
-    (["sim", "--seed", "many"], "sim: invalid value for '--seed'"),
+    (["sim", "--seed", "many"], "sim run: invalid value for '--seed'"),
     (["validate"], "validate: missing argument 'FILE'"),
     (["--url"], "option '--url' requires an argument"),
 ]

@@ -107,6 +107,9 @@ class Recorder:
     def set_ended(self, set_id: int) -> None:
         self._seen("set_ended", set_id, True)
 
+    def reservation_changed(self, fqdn: str) -> None:
+        self._seen("reservation_changed", fqdn, True)
+
     def locks_changed(self, set_id: int) -> None:
         with reading(self.engine) as repo:
             holds = set_id in repo.held_locks([set_id])

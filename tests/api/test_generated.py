@@ -54,6 +54,7 @@ CHECKS = [
 # an inventory's time of last inventory (ISO 8601), a usage window's since before its until.
 SEMANTIC_422 = {
     ("GET", "/api/v1/usage"),
+    ("GET", "/api/v1/sim/export"),
     ("PATCH", "/api/v1/systems/{fqdn}"),
     ("POST", "/api/v1/jobs"),
     ("POST", "/api/v1/runs"),

@@ -122,6 +122,9 @@ def test_openapi_has_a_tag_per_router(lab: Lab) -> None:
         "agents",
         "agent",
         "usage",
+        "sim",
+        "notifications",
+        "retention",
     }
     assert "application/xml" in doc["paths"]["/api/v1/jobs"]["post"]["requestBody"]["content"]
     assert "HTTPBearer" in doc["components"]["securitySchemes"]

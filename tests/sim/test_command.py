@@ -97,3 +97,54 @@ def test_every_example_scenario_runs_under_every_policy():
         scenario, files = load_scenario(path)
         for policy in registry():
             simulate(scenario, files, policy, 0)
+
+
+HISTORY = """
+pools:
+  - {name: fast, access: {qe: urgent}}
+systems:
+  - {fqdn: a.lab1, lab: lab1, pools: [fast]}
+  - {fqdn: b.lab1, lab: lab1}
+jobs:
+  - id: job-1
+    group: qe
+    recipe_sets:
+      - recipes:
+          - {duration: 30, recorded: {start: 0, system: a.lab1}}
+  - id: job-2
+    group: qe
+    submit_at: 1
+    recipe_sets:
+      - recipes:
+          - {duration: 30, recorded: {start: 40, system: b.lab1}}
+          - {duration: 30, recorded: {start: 40, system: a.lab1}}
+"""
+
+
+def test_compare_current_new_reports_fidelity_and_refuses_an_unknown_pool(tmp_path):
+    (tmp_path / "lab.yaml").write_text(HISTORY)
+    (tmp_path / "new.yaml").write_text("pools:\n  fast: {}\n")
+    done = labq(
+        "sim",
+        "lab.yaml",
+        "--config",
+        "new.yaml",
+        "--compare",
+        "current,new",
+        "--json",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    # job-2 is one set of two recipes: it really started at 40 s, and a replay says 30 s
+    assert report["fidelity"]["sets"] == 2
+    assert report["fidelity"]["on_time"] == 1
+    assert "job-2 set 0: recorded at 40.0 s" in report["fidelity"]["mismatches"][0]
+    # a pool emptied of rules is open to everybody: both runs place the same
+    assert set(report["groups"]["qe"]) == {"current", "new"}
+    (tmp_path / "bad.yaml").write_text("pools:\n  nowhere: {}\n")
+    bad = labq("sim", "lab.yaml", "--config", "bad.yaml", "--compare", "current,new", cwd=tmp_path)
+    assert bad.returncode != 0
+    assert bad.stderr.strip() == "labq: bad.yaml: pools: no pool 'nowhere' in the scenario"
+    nothing = labq("sim", "lab.yaml", "--compare", "current,new", cwd=tmp_path)
+    assert "needs --config FILE" in nothing.stderr

@@ -413,3 +413,33 @@ def test_the_usage_page_shows_the_table_for_the_row_kind_chosen(lab: Lab) -> Non
     assert 'aria-current="true">pool</a>' in page.text
     odd = lab.client.get(f"{UI}/usage?by=planet")  # an unknown kind shows the default
     assert 'aria-current="true">group</a>' in odd.text
+
+
+def test_the_whatif_page_exports_a_window_and_keeps_the_last_comparison(lab: Lab) -> None:
+    submit(lab, "alice")
+    log_in(lab, "bob")
+    assert lab.client.get(f"{UI}/whatif").status_code == 403
+    assert "What-if" not in lab.client.get(f"{UI}/jobs").text  # not in a user's menu
+    lab.client.post(f"{UI}/logout", data={"csrf": csrf_of(lab)})
+    log_in(lab, "root")
+    page = lab.client.get(f"{UI}/whatif")
+    assert page.status_code == 200
+    assert "No comparison yet." in page.text
+    since = (T0 - timedelta(days=1)).strftime("%Y-%m-%dT%H:%M")
+    until = (T0 + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M")
+    exported = lab.client.get(f"{UI}/whatif/export", params={"since": since, "until": until})
+    assert exported.status_code == 200
+    assert "attachment" in exported.headers["content-disposition"]
+    assert "alice" not in exported.text  # owners are not in a scenario; groups are
+    assert "job-1" in exported.text
+    form = {"csrf": csrf_of(lab), "since": since, "until": until, "settings": "holds: {per_lab: 0}"}
+    answer = lab.client.post(f"{UI}/whatif/compare", data=form, follow_redirects=False)
+    assert answer.status_code == 303
+    shown = lab.client.get(f"{UI}/whatif").text
+    assert "The last comparison" in shown
+    assert "holds: {per_lab: 0}" in shown
+    assert "<svg" in shown
+    bad = dict(form, settings="holds: {per_lab: many}")
+    refused = lab.client.post(f"{UI}/whatif/compare", data=bad)
+    assert refused.status_code == 422
+    assert "per_lab" in message(refused)

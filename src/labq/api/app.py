@@ -16,12 +16,19 @@ from labq.api import (
     jobs,
     labs,
     locks,
+    logtail,
     metrics,
+    notices,
     openapi,
     people,
     pools,
     queue,
+    reservations,
+    retention,
     runs,
+    simexport,
+    sysinfo,
+    sysremove,
     systems,
     usage,
 )
@@ -61,12 +68,16 @@ def create_app(
     for router in (
         health.router,
         labs.router,
+        sysinfo.router,  # before systems: /systems/summary is no fqdn
         systems.router,
+        reservations.router,
+        sysremove.router,
         pools.router,
         people.users,
         people.groups,
         people.tokens,
         jobs.router,
+        logtail.router,
         runs.router,
         queue.router,
         locks.router,
@@ -75,6 +86,9 @@ def create_app(
         agents.router,
         agent.router,
         usage.router,
+        simexport.router,
+        notices.router,
+        retention.router,
     ):
         openapi.document_errors(router)
         app.include_router(router, prefix=PREFIX, dependencies=[Depends(strict_query)])

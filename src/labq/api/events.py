@@ -69,6 +69,9 @@ class Events(Protocol):
     def pause_changed(self, lab: str) -> None:
         """A lab's queue was paused or resumed."""
 
+    def reservation_changed(self, fqdn: str) -> None:
+        """A system was reserved, loaned or released (issue 14)."""
+
     def set_ended(self, set_id: int) -> None:
         """A lab agent's supervisor of a started set exited and every report got through."""
 
@@ -104,6 +107,9 @@ class NoEvents:
         """Nothing to tell."""
 
     def pause_changed(self, lab: str) -> None:
+        """Nothing to tell."""
+
+    def reservation_changed(self, fqdn: str) -> None:
         """Nothing to tell."""
 
     def set_ended(self, set_id: int) -> None:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, Literal
 
 from fastapi import APIRouter, Depends, Header, Query, Request
-from fastapi.responses import FileResponse
+from fastapi.responses import FileResponse, Response
 
 from labq.api.auth import require_job_change
 from labq.api.deps import StateDep, UserDep
@@ -20,13 +20,15 @@ from labq.api.errors import ApiError
 from labq.api.events import tell
 from labq.api.feasibility import refuse_unrunnable
 from labq.api.filters import admit_job
-from labq.api.jobviews import job_json, job_summary, log_files, results_json
+from labq.api.jobviews import job_json, job_summary, log_files, log_reader, results_json
+from labq.api.junit import junit_xml
 from labq.api.openapi import answers
 from labq.api.schemas import Body, Offset, PriorityLabel, Reason, RowId
 from labq.dispatch.workspace import RefError, resolve_ref
 from labq.domain.job import JobSpec
 from labq.domain.model import User
 from labq.domain.priority import Priority
+from labq.domain.retention import check_tag, job_tag
 from labq.domain.states import RecipeState
 from labq.formats.loader import Format, detect_format, parse_job
 from labq.formats.source import decode_document
@@ -101,6 +103,7 @@ def submit_job(
     if chosen == "auto":
         chosen = detect_format(text)
     spec = pin_ref(parse_job(text, source="job", fmt=chosen, limits=limits))
+    check_tag(job_tag(spec.metadata, app.settings.retention.default), app.settings.retention.tags)
     with transaction(app.engine) as repo:
         job_id = store_job(repo, caller, spec, chosen, now=app.clock())
     tell(lambda: app.events.job_submitted(job_id))
@@ -194,11 +197,20 @@ def job_history(job_id: RowId, app: StateDep, _: UserDep) -> dict[str, Any]:
     return {"id": job_id, "recipes": recipes}
 
 
-@router.get("/{job_id}/results", responses=answers(404))
-def job_results(job_id: RowId, app: StateDep, _: UserDep) -> dict[str, Any]:
-    """Results of every recipe and task."""
+@router.get("/{job_id}/results", responses=answers(404, 422))
+def job_results(
+    job_id: RowId,
+    app: StateDep,
+    _: UserDep,
+    fmt: Annotated[Literal["json", "junit"], Query(alias="format")] = "json",
+) -> Any:
+    """Results of every recipe and task; ``?format=junit``: as JUnit XML, logs attached."""
     with reading(app.engine) as repo:
-        return results_json(repo.load_job(job_id))
+        job = repo.load_job(job_id)
+    if fmt == "junit":
+        document = junit_xml(job, log_reader(app.settings.data_path()))
+        return Response(document, media_type="application/xml")
+    return results_json(job)
 
 
 @router.post("/{job_id}/cancel", responses=answers(404, 409))
@@ -245,10 +257,17 @@ def _check_priority(repo: Repository, job_id: RowId, wanted: Priority, caller: U
 
 @router.get("/{job_id}/logs", responses=answers(404))
 def list_logs(job_id: RowId, app: StateDep, _: UserDep) -> dict[str, Any]:
-    """Each recipe's archived log files, as paths relative to the data directory."""
+    """Each recipe's archived log files, as paths relative to the data directory, and when
+    retention deleted them (``logs_deleted_at``; null while they are kept)."""
     with reading(app.engine) as repo:
         job = repo.load_job(job_id)
-    return {"id": job_id, "logs": log_files(job, app.settings.data_path())}
+        pruned = repo.prune_record(job_id)
+    logs = log_files(job, app.settings.data_path())
+    return {
+        "id": job_id,
+        "logs": logs,
+        "logs_deleted_at": None if pruned is None else pruned.deleted_at,
+    }
 
 
 @router.get("/{job_id}/logs/file", response_class=FileResponse, responses=answers(403, 404))

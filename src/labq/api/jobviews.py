@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -141,6 +142,26 @@ def log_files(job: JobView, data_dir: Path) -> list[dict[str, Any]]:
                 }
             )
     return out
+
+
+def log_reader(data_dir: Path, limit: int = 4 << 20) -> Callable[[str], str | None]:
+    """Reads a stored log path's text (its last ``limit`` bytes); None outside ``data_dir``
+    or when the file is gone."""
+    root = data_dir.resolve()
+
+    def read(path: str) -> str | None:
+        found = _inside(path, root)
+        if found is None:
+            return None
+        try:
+            with found.open("rb") as file:
+                size = file.seek(0, 2)
+                file.seek(max(size - limit, 0))
+                return file.read().decode("utf-8", errors="replace")
+        except OSError:
+            return None
+
+    return read
 
 
 def _inside(path: str | None, root: Path) -> Path | None:

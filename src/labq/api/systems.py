@@ -10,12 +10,24 @@ from pydantic import Field
 from labq.api.deps import AdminDep, StateDep, UserDep
 from labq.api.events import tell
 from labq.api.openapi import answers
-from labq.api.schemas import INTEGRAL, NO_NUL, Attributes, Body, ConditionLabel, Name, Reason
+from labq.api.reservations import reservation_json
+from labq.api.schemas import (
+    INTEGRAL,
+    NO_NUL,
+    Attributes,
+    Body,
+    ConditionLabel,
+    Name,
+    Reason,
+    Scalar,
+)
 from labq.domain.inventory import InventoryError, parse_inventory
 from labq.domain.model import System
 from labq.domain.states import Condition
 from labq.errors import InputError
-from labq.store import reading, transaction
+from labq.store import epoch, reading, transaction
+from labq.store.reservations import ReservationView
+from labq.store.views import ActivityEntry
 
 router = APIRouter(prefix="/systems", tags=["systems"])
 
@@ -68,9 +80,19 @@ class InventoryBody(Body):
 
 
 class SystemPatch(Body):
-    """What to change on a system: its inventory, replaced whole."""
+    """What to change on a system; a field left out stays as it is.
 
-    inventory: InventoryBody
+    ``inventory`` is replaced whole; ``attributes`` is merged (``null`` deletes a key).
+    """
+
+    inventory: InventoryBody | None = None
+    lab: Name | None = None
+    arch: Name | None = None
+    attributes: Annotated[dict[Name, Scalar | None], Field(max_length=1000)] = Field(
+        default_factory=dict
+    )
+    add_pools: Annotated[list[Name], Field(max_length=1000)] = Field(default_factory=list)
+    remove_pools: Annotated[list[Name], Field(max_length=1000)] = Field(default_factory=list)
 
 
 class ConditionBody(Body):
@@ -99,20 +121,44 @@ def system_json(system: System, reason: str | None = None) -> dict[str, Any]:
     return out
 
 
+def change_json(entry: ActivityEntry) -> dict[str, Any]:
+    """One change an admin (or the scheduler) made to a system (epoch seconds)."""
+    return {
+        "at": epoch(entry.at),
+        "actor": entry.actor,
+        "action": entry.action,
+        "old": entry.old_value,
+        "new": entry.new_value,
+        "reason": entry.reason,
+    }
+
+
 @router.get("", responses=answers(404))
 def list_systems(
     state: StateDep, _: UserDep, lab: str | None = None, pool: str | None = None
 ) -> dict[str, Any]:
     """Systems by fqdn, optionally only one lab's or one pool's."""
     with reading(state.engine) as repo:
-        return {"systems": [system_json(s) for s in repo.list_systems(lab=lab, pool=pool)]}
+        held = repo.open_reservations()
+        return {
+            "systems": [
+                {**system_json(s), "reservation": _held(held.get(s.fqdn))}
+                for s in repo.list_systems(lab=lab, pool=pool)
+            ]
+        }
 
 
 @router.get("/{fqdn}", responses=answers(404))
 def show_system(fqdn: str, state: StateDep, _: UserDep) -> dict[str, Any]:
     """One system, with the reason its condition was last set."""
     with reading(state.engine) as repo:
-        return system_json(repo.get_system(fqdn), repo.condition_reason(fqdn))
+        shown = system_json(repo.get_system(fqdn), repo.condition_reason(fqdn))
+        return {**shown, "reservation": _held(repo.reservation_of(fqdn))}
+
+
+def _held(found: ReservationView | None) -> dict[str, Any] | None:
+    """The system's open reservation or loan (issue 14), None when it has none."""
+    return None if found is None else reservation_json(found)
 
 
 @router.get("/{fqdn}/history", responses=answers(404))
@@ -120,8 +166,10 @@ def usage_history(fqdn: str, state: StateDep, _: UserDep) -> dict[str, Any]:
     """Every usage and condition the system went through, oldest first (epoch seconds)."""
     with reading(state.engine) as repo:
         rows = repo.usage_history(fqdn)
+        changes = repo.system_changes(fqdn)
     return {
         "fqdn": fqdn,
+        "changes": [change_json(c) for c in changes],
         "history": [
             {
                 "usage": r.usage.value,
@@ -169,16 +217,28 @@ def set_condition(
     return {**system_json(system, body.reason), "changed": changed}
 
 
-@router.patch("/{fqdn}", responses=answers(404, 422))
+@router.patch("/{fqdn}", responses=answers(404, 409, 422))
 def change_system(fqdn: str, body: SystemPatch, state: StateDep, admin: AdminDep) -> dict[str, Any]:
-    """Replace a system's inventory (admins); the scheduler re-reads which jobs it suits."""
-    try:  # fields left out stay unknown, so only what was sent counts
-        inventory = parse_inventory(body.inventory.model_dump(exclude_unset=True))
-    except InventoryError as exc:
-        raise InputError(exc.problem, place=exc.path) from None
+    """Change a system (admins): its inventory, lab, arch, attributes or pools; the
+    scheduler re-reads which jobs it suits. ``changed``: whether anything did,
+    ``fields``: what."""
+    inventory = None
+    if body.inventory is not None:
+        try:  # fields left out stay unknown, so only what was sent counts
+            inventory = parse_inventory(body.inventory.model_dump(exclude_unset=True))
+        except InventoryError as exc:
+            raise InputError(exc.problem, place=exc.path) from None
+    edits = body.model_dump(exclude={"inventory"}, exclude_defaults=True)
+    if inventory is None and not edits:
+        raise InputError("nothing to change: send inventory, lab, arch, attributes or pools")
     with transaction(state.engine) as repo:
-        changed = repo.set_inventory(fqdn, inventory, actor=admin.name, now=state.clock())
+        fields = [] if inventory is None else ["inventory"]
+        if inventory is not None and not repo.set_inventory(
+            fqdn, inventory, actor=admin.name, now=state.clock()
+        ):
+            fields = []
+        fields += repo.edit_system(fqdn, actor=admin.name, now=state.clock(), **edits)
         system = repo.get_system(fqdn)
-    if changed:  # its facts changed, so may the classes it meets: as a pool change does
+    if fields:  # its facts changed, so may the classes it meets: as a pool change does
         tell(state.events.access_changed)
-    return {**system_json(system), "changed": changed}
+    return {**system_json(system), "changed": bool(fields), "fields": fields}

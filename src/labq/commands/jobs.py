@@ -12,6 +12,8 @@ from rich.text import Text
 
 from labq.client import ServerError
 from labq.commands import api, cell, fields, json_option, show, table, when
+from labq.commands.junit import write_junit
+from labq.commands.logtail import print_log
 from labq.commands.pools import priority_label
 from labq.commands.runs import submit_run
 from labq.commands.waiting import follow
@@ -202,10 +204,20 @@ def cancel(ctx: click.Context, job_id: int, reason: str | None, as_json: bool) -
 
 @job.command("results")
 @click.argument("job_id", metavar="ID", type=int)
+@click.option(
+    "--junit",
+    "junit_file",
+    default=None,
+    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+    help="Write them as JUnit XML to this file ('-': stdout), logs attached.",
+)
 @json_option
 @click.pass_context
-def results(ctx: click.Context, job_id: int, as_json: bool) -> None:
+def results(ctx: click.Context, job_id: int, junit_file: Path | None, as_json: bool) -> None:
     """The result of every recipe and task."""
+    if junit_file is not None:
+        write_junit(api(ctx), job_id, junit_file, as_json)
+        return
     found = api(ctx).get(f"/jobs/{job_id}/results")
 
     def render(d: dict[str, Any]) -> Any:
@@ -234,12 +246,19 @@ def results(ctx: click.Context, job_id: int, as_json: bool) -> None:
 
 @job.command("logs")
 @click.argument("job_id", metavar="ID", type=int)
-@click.argument("path", required=False)
+@click.argument("path", metavar="[PATH|FILE|TASK]", required=False)
+@click.option(
+    "--follow", "-f", is_flag=True, help="Print what the task writes until it ends (tail -f)."
+)
 @json_option
 @click.pass_context
-def logs(ctx: click.Context, job_id: int, path: str | None, as_json: bool) -> None:
-    """List a job's log files, or print the one at PATH (as the listing names it)."""
+def logs(ctx: click.Context, job_id: int, path: str | None, follow: bool, as_json: bool) -> None:
+    """List a job's log files, or print one: by its PATH (as the listing names it), its bare
+    FILE name, or a TASK's id or name; --follow without one follows the running task."""
     client = api(ctx)
+    if follow or (path is not None and "/" not in path):
+        print_log(client, job_id, path, follow, as_json)
+        return
     if path is not None:
         text = client.get_text(f"/jobs/{job_id}/logs/file", {"path": path})
         if as_json:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.console import Group
 
 from labq.commands import api, cell, fields, json_option, show, table, when
 from labq.domain.states import Condition
@@ -80,7 +81,7 @@ def list_systems(ctx: click.Context, lab: str | None, pool: str | None, as_json:
                     s["lab"],
                     s["arch"],
                     s["condition"],
-                    s["usage"],
+                    _usage(s),
                     s["recipe"],
                     cell(s["pools"]),
                     cell(s["attributes"]),
@@ -90,6 +91,12 @@ def list_systems(ctx: click.Context, lab: str | None, pool: str | None, as_json:
         )
 
     show(systems, as_json, render)
+
+
+def _usage(system: dict[str, Any]) -> str:
+    """Its usage, or ``reserved by alice until …`` while someone holds it (issue 14)."""
+    held = system.get("reservation")
+    return str(system["usage"]) if held is None else str(held["text"])
 
 
 @system.command("show")
@@ -127,30 +134,71 @@ def inventory_lines(inventory: dict[str, Any]) -> list[str]:
 @click.option(
     "--inventory",
     "inventory_file",
-    required=True,
+    default=None,
     type=click.Path(dir_okay=False, path_type=Path),
     help="A JSON file: devices, disks, cpu_flags, last_inventoried (replaces the old one).",
 )
+@click.option("--lab", default=None, help="Move it to this lab (not while it serves a recipe).")
+@click.option("--arch", default=None, help="Its architecture.")
+@click.option("--attr", "attrs", multiple=True, metavar="K=V", help="Set an attribute; repeatable.")
+@click.option("--unset-attr", "unset", multiple=True, metavar="K", help="Drop an attribute.")
+@click.option("--pool", "pools", multiple=True, help="Put it in this pool; repeatable.")
+@click.option("--remove-pool", "leave", multiple=True, help="Take it out of this pool.")
 @json_option
 @click.pass_context
-def set_system(ctx: click.Context, fqdn: str, inventory_file: Path, as_json: bool) -> None:
-    """Set what a system is made of (its inventory), which host requirements read."""
+def set_system(
+    ctx: click.Context,
+    fqdn: str,
+    inventory_file: Path | None,
+    lab: str | None,
+    arch: str | None,
+    attrs: tuple[str, ...],
+    unset: tuple[str, ...],
+    pools: tuple[str, ...],
+    leave: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Change a system: its lab, arch, attributes, pools, or what it is made of (its
+    inventory, which host requirements read). Kept in its history."""
+    body: dict[str, Any] = {}
+    if inventory_file is not None:
+        body["inventory"] = _read_inventory(inventory_file)
+    if lab is not None:
+        body["lab"] = lab
+    if arch is not None:
+        body["arch"] = arch
+    attributes: dict[str, Any] = dict(map(attribute, attrs))
+    for key in unset:
+        if key in attributes:
+            raise InputError(f"{key!r} is both set and unset", place="--unset-attr")
+        attributes[key] = None
+    if attributes:
+        body["attributes"] = attributes
+    if pools:
+        body["add_pools"] = list(pools)
+    if leave:
+        body["remove_pools"] = list(leave)
+    if not body:
+        raise click.UsageError("say what to change: --inventory, --lab, --arch, --attr, --pool…")
+    changed = api(ctx).patch(f"/systems/{fqdn}", body)
+
+    def render(d: dict[str, Any]) -> str:
+        if not d["changed"]:
+            return f"{d['fqdn']} was so already"
+        return f"{d['fqdn']}: {', '.join(d['fields'])} set"
+
+    show(changed, as_json, render)
+
+
+def _read_inventory(inventory_file: Path) -> Any:
     try:
-        inventory = json.loads(inventory_file.read_text(encoding="utf-8"))
+        return json.loads(inventory_file.read_text(encoding="utf-8"))
     except OSError as exc:
         raise InputError(f"cannot read it: {exc.strerror}", source=str(inventory_file)) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         line = getattr(exc, "lineno", None)
         problem = getattr(exc, "msg", str(exc))
         raise InputError(f"not JSON: {problem}", source=str(inventory_file), line=line) from None
-    changed = api(ctx).patch(f"/systems/{fqdn}", {"inventory": inventory})
-
-    def render(d: dict[str, Any]) -> str:
-        if not d["changed"]:
-            return f"{d['fqdn']} had that inventory already"
-        return f"{d['fqdn']}: inventory set"
-
-    show(changed, as_json, render)
 
 
 @system.command("condition")
@@ -190,12 +238,21 @@ def history(ctx: click.Context, fqdn: str, as_json: bool) -> None:
     rows = api(ctx).get(f"/systems/{fqdn}/history")
 
     def render(data: dict[str, Any]) -> Any:
-        return table(
+        usage = table(
             ["usage", "condition", "recipe", "start", "end"],
             [
                 [r["usage"], r["condition"], r["recipe"], when(r["start"]), when(r["end"])]
                 for r in data["history"]
             ],
         )
+        changes = table(
+            ["at", "by", "change", "old", "new", "reason"],
+            [
+                [when(c["at"]), c["actor"], c["action"], c["old"], c["new"], c["reason"]]
+                for c in data.get("changes", [])
+            ],
+            title="changes",
+        )
+        return Group(usage, "", changes)
 
     show(rows, as_json, render)

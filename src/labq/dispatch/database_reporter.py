@@ -23,6 +23,7 @@ from typing import Final
 from sqlalchemy import Engine
 
 from labq.domain.states import RecipeState, Result, worst_result
+from labq.domain.stops import stopped_state
 from labq.errors import ClaimLost
 from labq.store import Repository, reading, transaction
 from labq.store.supervisors import Beat
@@ -126,7 +127,9 @@ class DatabaseReporter:
                     results.append(Result.WARN)
                 repo.set_recipe_result(recipe_id, worst_result(results))
             if state is RecipeState.CANCELLED:  # the canceller's words, when they gave some
-                reason = repo.get_recipe_set(self.set_id).stop_reason or reason
+                stop = repo.get_recipe_set(self.set_id).stop_reason
+                reason = stop or reason
+                state = RecipeState.CANCELLED if stop is None else stopped_state(stop)
             repo.move_recipe(recipe_id, state, now=now, reason=reason)
 
     def task_started(self, task_id: int) -> None:

@@ -31,6 +31,7 @@ from labq.dispatch.supervisor import load_plan
 from labq.domain.contention import LockNeeds
 from labq.domain.locktable import Outcome, declared_grants
 from labq.domain.states import RecipeState, Result, worst_result
+from labq.domain.stops import stopped_state
 from labq.errors import ClaimLost, InputError, LabqError
 from labq.store import Repository, reading, transaction
 from labq.store.agents import AgentView
@@ -196,7 +197,9 @@ def _recipe_state(
             results.append(Result.WARN)
         repo.set_recipe_result(recipe, worst_result(results))
     if state is RecipeState.CANCELLED:
-        text = repo.get_recipe_set(set_id).stop_reason or text
+        stop = repo.get_recipe_set(set_id).stop_reason
+        text = stop or text
+        state = RecipeState.CANCELLED if stop is None else stopped_state(stop)
     repo.move_recipe(recipe, state, now=at, reason=text)
 
 
@@ -229,7 +232,7 @@ def end_set(
         view = repo.get_recipe_set(set_id)
         cancelled = view.stop_reason is not None and view.stop_reason != QUIET
         if cancelled:
-            state, reason = RecipeState.CANCELLED, str(view.stop_reason)
+            state, reason = stopped_state(str(view.stop_reason)), str(view.stop_reason)
         else:
             state = RecipeState.ABORTED
             reason = f"the supervisor exited (code {code}) before the recipe ended"

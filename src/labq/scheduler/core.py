@@ -114,16 +114,38 @@ class Scheduler:
         system.condition = condition
         self._systems_changed()
         if system.recipe is not None:
-            recipe = self.recipes[system.recipe]
-            holder = self.sets[recipe.set_id]
-            if not holder.started and not self.placer.usable(system, recipe.klass, holder.group):
-                self.books.take_back(recipe, f"{fqdn} became {condition.value}")
-                self.holds.settle(holder)
+            self._give_back_held(system, f"{fqdn} became {condition.value}")
         elif condition is Condition.REMOVED:
             self.free[system.lab].discard(fqdn)
             self.books.pending[system.lab].discard(fqdn)
         else:
             self.books.make_pending(fqdn)
+        return self._finish()
+
+    def hold_system(self, fqdn: str, person: str, now: float) -> list[d.Decision]:
+        """A person takes a system (a reservation or a loan): the queue gets it no more.
+
+        A recipe running on it runs to its end; a set only holding it (not
+        started) gives it back. Its condition is untouched: releasing it
+        (:meth:`release_system`) makes it serve as before.
+        """
+        self._begin(now)
+        system = self.systems[fqdn]
+        if system.held_by != person:
+            system.held_by = person
+            self._systems_changed()
+            self._give_back_held(system, f"{fqdn} was reserved by {person}")
+        return self._finish()
+
+    def release_system(self, fqdn: str, now: float) -> list[d.Decision]:
+        """A reservation or loan ended: the system is offered to the queue again."""
+        self._begin(now)
+        system = self.systems[fqdn]
+        if system.held_by is not None:
+            system.held_by = None
+            self._systems_changed()
+            if system.recipe is None and system.condition is not Condition.REMOVED:
+                self.books.make_pending(fqdn)
         return self._finish()
 
     def submit(self, sets: Sequence[SetSubmission], now: float) -> list[d.Decision]:
@@ -811,6 +833,17 @@ class Scheduler:
     def _systems_changed(self) -> None:
         self.books.epoch += 1
         self.placer.systems_changed()
+
+    def _give_back_held(self, system: SystemEntry, why: str) -> None:
+        """A set that holds ``system`` without having started gives it back when it may no
+        longer use it (a started one keeps it to its end)."""
+        if system.recipe is None:
+            return
+        recipe = self.recipes[system.recipe]
+        holder = self.sets[recipe.set_id]
+        if not holder.started and not self.placer.usable(system, recipe.klass, holder.group):
+            self.books.take_back(recipe, why)
+            self.holds.settle(holder)
 
     def _restore_set(self, restored: RestoredSet) -> None:
         recipes = check_recipes(restored)

@@ -57,6 +57,7 @@ class SystemEntry:
     pools: frozenset[str]
     condition: Condition = Condition.AUTOMATED
     recipe: int | None = None  # the recipe that holds it
+    held_by: str | None = None  # reserved or loaned to this person: not offered to the queue
 
 
 class RecipeEntry:

@@ -39,7 +39,12 @@ def meets(system: SystemEntry, klass: ViabilityClass) -> bool:
 
 
 def condition_allows(system: SystemEntry, klass: ViabilityClass) -> bool:
-    """Automated systems serve everyone; forced recipes accept any but removed ones."""
+    """Automated systems serve everyone; forced recipes accept any but removed ones.
+
+    A system reserved or loaned to a person serves no recipe until it is released.
+    """
+    if system.held_by is not None:
+        return False
     if klass.force is not None:
         return system.condition is not Condition.REMOVED
     return system.condition is Condition.AUTOMATED

@@ -24,10 +24,11 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Final, assert_never
 
 from labq.domain.model import System
+from labq.domain.reservesys import reserve_for
 from labq.domain.states import RecipeState, Usage
 from labq.scheduler import decisions as d
 from labq.scheduler.core import Scheduler
@@ -35,6 +36,7 @@ from labq.scheduler.entries import RecipeSubmission, SchedulerConfig, SetSubmiss
 from labq.scheduler.restore import RestoredRecipe, RestoredSet
 from labq.service.actions import Actions, Launch
 from labq.store import Repository, epoch
+from labq.store.reservations import RESERVE
 from labq.store.views import UnfinishedSet
 
 ACTOR: Final = "scheduler"  # who the activity log says cloned a set
@@ -72,6 +74,9 @@ def rebuild(repo: Repository, config: SchedulerConfig) -> Scheduler:
     """
     scheduler = Scheduler(config, repo.load_access_policy())
     systems = [system_entry(s) for s in repo.systems_as_added()]
+    held = repo.open_reservations()
+    for entry in systems:  # reserved and loaned systems stay out of the queue
+        entry.held_by = held[entry.fqdn].holder if entry.fqdn in held else None
     sets = [_restored(u) for u in repo.unfinished_sets() if not _unseen(u)]
     scheduler.restore(systems, sets, held=repo.held_locks())
     for pause in repo.list_pauses():  # paused queues hold again; run-out ones end at next check
@@ -281,7 +286,8 @@ def finish(
                 state = outcomes[recipe.id]
                 repo.move_recipe(recipe.id, state, now=now, reason=reason)
             ended[recipe.id] = state
-        decisions = scheduler.finish(set_id, ended, epoch(now))
+        decisions = _keep_reserved(repo, scheduler, set_id, now)  # before the core frees them
+        decisions += scheduler.finish(set_id, ended, epoch(now))
         served = repo.release_locks(set_id, now=now)  # however it ended
         held = repo.held_locks(served)
         for other in served:
@@ -290,6 +296,35 @@ def finish(
 
 
 # --- the parts ---------------------------------------------------------------------
+
+
+def _keep_reserved(
+    repo: Repository, scheduler: Scheduler, set_id: int, now: datetime
+) -> list[d.Decision]:
+    """Recipes of an ending set whose ``<reservesys>`` applies keep their systems, reserved
+    to the job's owner for the duration (the recipes themselves end as usual)."""
+    view = repo.get_recipe_set(set_id)
+    out: list[d.Decision] = []
+    for spec, recipe in zip(view.spec.recipes, view.recipes, strict=True):
+        seconds = reserve_for(spec.metadata, recipe.state, recipe.result)
+        system = recipe.system
+        if seconds is None or system is None or repo.reservation_of(system) is not None:
+            continue  # an admin's loan made meanwhile stands
+        owner = repo.owner_of_set(set_id)
+        until = now + timedelta(seconds=seconds)
+        why = f"<reservesys> of recipe {recipe.id}"
+        repo.reserve_system(
+            system,
+            owner,
+            kind=RESERVE,
+            actor=ACTOR,
+            now=now,
+            until=until,
+            recipe=recipe.id,
+            reason=why,
+        )
+        out += scheduler.hold_system(system, owner, epoch(now))
+    return out
 
 
 def _apply_one(repo: Repository, decision: d.Decision, now: datetime) -> Applied | None:

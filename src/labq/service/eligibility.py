@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Final
 
 from labq.scheduler.core import Scheduler
 from labq.scheduler.entries import Eligibility
-from labq.service import bridge
+from labq.service import bridge, reservations
 from labq.service.actions import Actions
 from labq.store import Repository, epoch
 from labq.store.admission import JobAdmission
@@ -55,9 +55,12 @@ def follow_up(
     if service.wake_at is not None and service.wake_at <= now:
         for lab in repo.expire_pauses(now):
             out += bridge.settle(repo, core, core.resume_lab(lab, epoch(now)), now=now)
-        service.wake_at = repo.next_pause_end()
+        out += reservations.expire(repo, core, now)
+        service.wake_at = reservations.next_wake(repo)
     if not jobs_may_have_ended:
         return out
+    # a set that ended may have left its systems reserved (<reservesys>): wake when due
+    service.wake_at = reservations.next_wake(repo)
     for _ in range(MAX_ROUNDS):
         # a dependency once met stays met: only sets the core still holds back need a look
         review = {
@@ -87,7 +90,7 @@ def pause_changed(
     at = epoch(now)
     paused = {p.lab for p in repo.list_pauses(now=now)}
     decisions = core.pause_lab(lab, at) if lab in paused else core.resume_lab(lab, at)
-    service.wake_at = repo.next_pause_end()
+    service.wake_at = reservations.next_wake(repo)
     return bridge.settle(repo, core, decisions, now=now)
 
 

@@ -7,8 +7,9 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from labq.domain.states import Condition, RecipeState
+from labq.domain.stops import stopped_state
 from labq.scheduler.core import Scheduler
-from labq.service import bridge, eligibility, repair
+from labq.service import bridge, eligibility, repair, reservations
 from labq.service.actions import Actions
 from labq.store import Repository, epoch
 from labq.store.agents import AGENT_HOST
@@ -65,6 +66,8 @@ def decide(
         return eligibility.filters_changed(repo, core, now)
     if event.kind == "pause":
         return eligibility.pause_changed(service, repo, core, str(event.key), now)
+    if event.kind == "reservation":
+        return reservations.changed(service, repo, core, str(event.key), now)
     if event.kind == "pauses":  # a pause ran out: the follow-up after every event ends it
         return []
     raise ValueError(f"unknown scheduler event {event.kind!r}")
@@ -146,7 +149,9 @@ def _left_unfinished(view: RecipeSetView, why: str) -> tuple[dict[int, RecipeSta
     """
     cancelled = view.stop_reason is not None and view.stop_reason != repair.QUIET
     end, reason = (
-        (RecipeState.CANCELLED, str(view.stop_reason)) if cancelled else (RecipeState.ABORTED, why)
+        (stopped_state(str(view.stop_reason)), str(view.stop_reason))
+        if cancelled
+        else (RecipeState.ABORTED, why)
     )
     return {r.id: end for r in view.recipes if not r.state.is_final}, reason
 

@@ -26,7 +26,7 @@ from labq.api.events import QueueRow
 from labq.config import Settings
 from labq.errors import ConflictError, IllegalTransition, LeadershipLost
 from labq.scheduler.core import Scheduler
-from labq.service import bridge, eligibility
+from labq.service import bridge, eligibility, reservations
 from labq.service import events as handlers
 from labq.service.actions import Actions, Kill, Launch
 from labq.service.queueview import rows
@@ -42,7 +42,9 @@ MAX_SUBMITS: Final = 1000  # queued submissions taken together in one event
 ENDING_EVENTS: Final = frozenset(
     {"submit", "cancel", "finished", "ended", "consistency", "filters"}
 )
-KINDS: Final = JOB_EVENTS | SET_EVENTS | {"system", "condition", "access", "filters", "pause"}
+KINDS: Final = (
+    JOB_EVENTS | SET_EVENTS | {"system", "condition", "access", "filters", "pause", "reservation"}
+)
 
 
 class Dispatcher(Protocol):
@@ -179,6 +181,9 @@ class SchedulerService:
     def pause_changed(self, lab: str) -> None:
         self._events.put(Event("pause", lab))
 
+    def reservation_changed(self, fqdn: str) -> None:
+        self._events.put(Event("reservation", fqdn))
+
     def set_ended(self, set_id: int) -> None:
         self._events.put(Event("ended", set_id))
 
@@ -312,7 +317,7 @@ class SchedulerService:
         with self.lock, transaction(self.engine, savepoints=False) as repo:
             repo.fence(self.epoch)
             self.core = bridge.rebuild(repo, self.settings.scheduler())
-            self.wake_at = repo.next_pause_end()
+            self.wake_at = reservations.next_wake(repo)
             actions = bridge.resume(repo, self.core, now=self.clock()) if catch_up else []
             if catch_up:  # what ended while nobody scheduled: dependents, pauses run out
                 actions += eligibility.follow_up(self, repo, self.core, self.clock())

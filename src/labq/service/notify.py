@@ -122,6 +122,10 @@ class EventRouter:
         """A lab's queue was paused or resumed."""
         self._send("pause", lab)
 
+    def reservation_changed(self, fqdn: str) -> None:
+        """A system was reserved, loaned or released."""
+        self._send("reservation", fqdn)
+
     def set_ended(self, set_id: int) -> None:
         """An agent's supervisor of a set exited."""
         self._send("ended", set_id)

@@ -8,9 +8,18 @@ from rich.console import Console
 
 from labq.domain.job import JobSpec
 from labq.errors import InputError
-from labq.sim.report import compare_report, print_compare, print_run, run_report, write_json
+from labq.sim.report import (
+    compare_report,
+    print_compare,
+    print_run,
+    print_whatif,
+    run_report,
+    whatif_report,
+    write_json,
+)
 from labq.sim.runner import Run, simulate
 from labq.sim.scenario import Scenario, load_scenario, with_config
+from labq.sim.whatif import NAMES
 
 
 def run_sim(
@@ -29,21 +38,43 @@ def run_sim(
 ) -> None:
     """Load the input, run each policy, print and plot."""
     loaded, files = _load(scenario, swf, nodes, limit, estimate)
-    if config is not None:
-        loaded = with_config(loaded, config)
-    runs: list[Run] = [simulate(loaded, files, name.strip(), seed) for name in policies]
+    names = [name.strip() for name in policies]
+    whatif = compare and set(names) <= set(NAMES) and len(names) > 1
+    if whatif:
+        runs = [_what_if(loaded, files, name, config, seed) for name in names]
+    else:
+        if config is not None:
+            loaded = with_config(loaded, config)
+        runs = [simulate(loaded, files, name, seed) for name in names]
     if plot_dir is not None:
         from labq.sim.plots import write_plots
 
         write_plots(runs, plot_dir)
     if as_json:
-        write_json(compare_report(runs) if compare else run_report(runs[0]), sys.stdout)
+        body = compare_report(runs) if compare else run_report(runs[0])
+        if whatif:
+            body.update(whatif_report(runs))
+        write_json(body, sys.stdout)
         return
     console = Console()
     if compare:
         print_compare(runs, console)
+        if whatif:
+            print_whatif(runs, console)
     else:
         print_run(runs[0], console)
+
+
+def _what_if(
+    loaded: Scenario, files: dict[str, JobSpec], name: str, config: str | None, seed: int
+) -> Run:
+    """labq's policy over the history: ``current`` as exported, ``new`` with ``--config``."""
+    if name == "new":
+        if config is None:
+            raise InputError("--compare current,new needs --config FILE: the new settings")
+        loaded = with_config(loaded, config)
+    run = simulate(loaded, files, "labq", seed)
+    return Run(name, run.world, run.scenario)
 
 
 def _load(

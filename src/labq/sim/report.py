@@ -11,6 +11,7 @@ from rich.table import Table
 
 from labq.sim.metrics import Metrics, measure, recipe_rows, set_rows, stuck
 from labq.sim.runner import Run
+from labq.sim.whatif import SHOWN, by_group, by_pool, cuts_json, fidelity
 
 
 def run_report(run: Run) -> dict[str, Any]:
@@ -76,7 +77,7 @@ def print_run(run: Run, console: Console) -> None:
     table = Table(title=f"labq sim — policy {run.policy}")
     table.add_column("metric")
     table.add_column("value", justify="right")
-    for name, value in _rows(metrics):
+    for name, value in metric_rows(metrics):
         table.add_row(name, value)
     console.print(table)
     problems = stuck(run.world)
@@ -111,15 +112,74 @@ def print_compare(runs: list[Run], console: Console) -> None:
     measured = [measure(run.world) for run in runs]
     for run in runs:
         table.add_column(run.policy, justify="right")
-    names = [name for name, _ in _rows(measured[0])] if measured else []
-    columns = [dict(_rows(m)) for m in measured]
+    names = [name for name, _ in metric_rows(measured[0])] if measured else []
+    columns = [dict(metric_rows(m)) for m in measured]
     for name in names:
         table.add_row(name, *(col[name] for col in columns))
     table.add_row("stuck sets", *(str(len(stuck(run.world))) for run in runs))
     console.print(table)
 
 
-def _rows(metrics: Metrics) -> list[tuple[str, str]]:
+def whatif_report(runs: list[Run]) -> dict[str, Any]:
+    """Per group and per pool side by side, and the current run's fidelity (``--json``)."""
+    current = next((r for r in runs if r.policy == "current"), None)
+    body = cuts_json(runs)
+    body["never_started"] = {
+        run.policy: [
+            f"{r['job']} set {r['index']}: {r['error']}"
+            for r in set_rows(run.world)
+            if r["error"] and r["started"] is None
+        ]
+        for run in runs
+    }
+    if current is not None:
+        body["fidelity"] = fidelity(current).as_json()
+    return body
+
+
+def print_whatif(runs: list[Run], console: Console) -> None:
+    """The per-group and per-pool tables, then how faithful the replay of the history was."""
+    for title, cut in (("group", by_group), ("pool", by_pool)):
+        table = Table(title=f"per {title}: mean wait / mean bounded slowdown / retries")
+        table.add_column(title)
+        cuts = {run.policy: cut(run) for run in runs}
+        for run in runs:
+            table.add_column(run.policy, justify="right")
+        for key in sorted({k for c in cuts.values() for k in c}):
+            cells = []
+            for run in runs:
+                one = cuts[run.policy].get(key)
+                cells.append(
+                    "-"
+                    if one is None
+                    else f"{_duration(one.mean_wait)} / {one.mean_bounded_slowdown:.2f}"
+                    f" / {one.retries}"
+                )
+            table.add_row(key, *cells)
+        console.print(table)
+    for run in runs:
+        never = [r for r in set_rows(run.world) if r["error"] and r["started"] is None]
+        if never:
+            console.print(f"{run.policy}: {len(never)} set(s) could never start:")
+            for row in never[:SHOWN]:
+                console.print(f"  {row['job']} set {row['index']}: {row['error']}")
+    current = next((r for r in runs if r.policy == "current"), None)
+    if current is None:
+        return
+    found = fidelity(current)
+    console.print(
+        f"Fidelity of the replay under the current settings: {found.on_time} of {found.sets}"
+        f" sets ({found.share:.1%}) started within {found.tolerance:g} s of their recorded"
+        f" start; {found.same_systems} on the systems they really ran on."
+    )
+    for line in found.mismatches[:SHOWN]:
+        console.print(f"  {line}")
+    for note in current.scenario.notes:
+        console.print(f"  note: {note}")
+
+
+def metric_rows(metrics: Metrics) -> list[tuple[str, str]]:
+    """The headline metrics as (name, text) rows, as the tables print them."""
     return [
         ("recipe sets (started)", f"{metrics.sets} ({metrics.started})"),
         ("mean wait", _duration(metrics.mean_wait)),

@@ -68,7 +68,7 @@ def simulate(
         ids = [world_set.id for world_set in sets]
         world.at(job.submit_at, w.SUBMIT, tuple(ids))
     for event in scenario.events:
-        world.at(event.at, w.CONDITION if event.system else w.CONTROL, event)
+        world.at(event.at, w.CONDITION if event.condition else w.CONTROL, event)
     _loop(world, scenario)
     return Run(policy_name, world, scenario)
 
@@ -144,6 +144,16 @@ def _scenario_event(world: World, event: object) -> None:
     assert isinstance(event, SimEvent)
     if event.system is not None and event.condition is not None:
         world.set_condition(event.system, event.condition)
+    elif event.system is not None and event.person is not None:
+        world.apply(world.policy.hold_system(event.system, event.person, world.now))
+        if event.hold is not None:  # the reservation runs out
+            ends = SimEvent(at=world.now + event.hold, system=event.system, release=True)
+            world.at(ends.at, w.CONTROL, ends)
+    elif event.system is not None and event.release:
+        world.apply(world.policy.release_system(event.system, world.now))
+    elif event.lab is not None and event.pause is not None:
+        change = world.policy.pause_lab if event.pause else world.policy.resume_lab
+        world.apply(change(event.lab, world.now))
     elif event.cancel is not None:
         ids = [i for i in world.jobs.get(event.cancel, []) if world.sets[i].finished_at is None]
         for i in ids:

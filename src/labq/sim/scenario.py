@@ -109,6 +109,14 @@ class LockStepSpec(_Strict):
         return self.lock.partition(":")[2]
 
 
+class Recorded(_Strict):
+    """What really happened to a recipe (``labq sim export``): when its set started, relative
+    to the window's start, and on which system. The simulation ignores it; fidelity reads it."""
+
+    start: Annotated[float, Field(ge=0)]
+    system: Name | None = None
+
+
 class SimRecipe(_Strict):
     """A recipe with what the simulation needs: how long it runs and how it ends."""
 
@@ -120,6 +128,7 @@ class SimRecipe(_Strict):
     exclude: list[Name] = Field(default_factory=list)
     tasks: list[dict[str, Any]] = Field(default_factory=list)
     lock_plan: list[LockStepSpec] = Field(default_factory=list)
+    recorded: Recorded | None = None
 
     @model_validator(mode="after")
     def _plan_fits(self) -> SimRecipe:
@@ -164,28 +173,53 @@ class SimJob(_Strict):
 
 
 class SimEvent(_Strict):
-    """Something that happens at ``at``: a condition change, a cancel, a priority change."""
+    """Something that happens at ``at``: a condition change, a cancel, a priority change,
+    a system reserved or loaned to a person (for ``for`` seconds, or until released),
+    a release, a lab's queue paused or resumed."""
 
     at: Annotated[float, Field(ge=0)]
     system: Name | None = None
     condition: Condition | None = None
+    reserve: Name | None = None  # the person who reserves the system
+    loan: Name | None = None  # the person it is loaned to
+    hold: Annotated[float | None, Field(gt=0)] = Field(default=None, alias="for")
+    release: Literal[True] | None = None
+    lab: Name | None = None
+    pause: bool | None = None  # true: the lab's queue pauses; false: it resumes
     cancel: Name | None = None
     job: Name | None = None
     priority: PriorityField | None = None
 
     @model_validator(mode="after")
     def _one_kind(self) -> SimEvent:
+        on_system = self.system is not None
         kinds = [
-            self.system is not None and self.condition is not None,
+            on_system and self.condition is not None,
+            on_system and self.reserve is not None,
+            on_system and self.loan is not None,
+            on_system and self.release is not None,
+            self.lab is not None and self.pause is not None,
             self.cancel is not None,
             self.job is not None and self.priority is not None,
         ]
         if sum(kinds) != 1:
-            raise ValueError("an event is one of {system, condition}, {cancel} or {job, priority}")
+            raise ValueError(
+                "an event is one of {system, condition}, {system, reserve[, for]},"
+                " {system, loan[, for]}, {system, release}, {lab, pause}, {cancel}"
+                " or {job, priority}"
+            )
+        if self.hold is not None and self.person is None:
+            raise ValueError("for goes with reserve or loan")
         return self
+
+    @property
+    def person(self) -> str | None:
+        """Who a reserve or loan event gives the system to."""
+        return self.reserve or self.loan
 
 
 class Scenario(_Strict):
+    notes: list[str] = Field(default_factory=list)  # for people: what the file leaves out
     config: SimConfig = SimConfig()
     labs: list[Name] = Field(default_factory=list)
     pools: list[PoolSpec] = Field(default_factory=list)
@@ -212,7 +246,9 @@ def with_config(scenario: Scenario, path: str | Path) -> Scenario:
     """The scenario with the ``config`` section read from a file laid over its own.
 
     The file is a YAML mapping of the section's keys (``holds``, ``queue``,
-    ``aging``, …); each key given replaces the scenario's, whole.
+    ``aging``, …); each key given replaces the scenario's, whole. A ``pools`` key
+    maps pool names to their new ``access`` (group: highest priority; null: open
+    to every group): what-if for a pool's caps.
     """
     source = str(path)
     data, lines = load_yaml(read_document(path), source=source)
@@ -220,12 +256,36 @@ def with_config(scenario: Scenario, path: str | Path) -> Scenario:
         raise InputError(
             "expected a mapping of config keys (holds, queue, aging, …)", source=source
         )
+    data = dict(data)
+    pools = _pool_changes(scenario, data.pop("pools", None), source)
     merged = {**scenario.config.model_dump(by_alias=True, exclude_unset=True), **data}
     try:
         config = SimConfig.model_validate(merged)
     except ValidationError as exc:
         raise validation_error(exc, source=source, lines=lines) from None
-    return scenario.model_copy(update={"config": config})
+    return scenario.model_copy(update={"config": config, "pools": pools})
+
+
+def _pool_changes(scenario: Scenario, changes: object, source: str) -> list[PoolSpec]:
+    """The scenario's pools with the access rules the settings file gives."""
+    if changes is None:
+        return list(scenario.pools)
+    if not isinstance(changes, dict):
+        raise InputError("pools: expected a mapping of pool names to access", source=source)
+    known = {p.name for p in scenario.pools}
+    for name in changes:
+        if name not in known:
+            raise InputError(f"pools: no pool {name!r} in the scenario", source=source)
+    out = []
+    for pool in scenario.pools:
+        if pool.name not in changes:
+            out.append(pool)
+            continue
+        try:
+            out.append(PoolSpec.model_validate({"name": pool.name, "access": changes[pool.name]}))
+        except ValidationError as exc:
+            raise validation_error(exc, source=source, lines=LineMap()) from None
+    return out
 
 
 def parse_scenario(data: object, *, source: str, lines: LineMap | None = None) -> Scenario:
@@ -280,6 +340,7 @@ def _check_references(scenario: Scenario, source: str) -> None:
             raise InputError(f"system {fqdn} is listed twice", source=source, place="systems")
         seen.add(fqdn)
     pools = {p.name for p in scenario.pools}
+    labs = set(scenario.labs) | {s.lab for s in scenario.systems}
     for i, system in enumerate(scenario.systems):
         if scenario.labs and system.lab not in scenario.labs:
             raise InputError(
@@ -294,6 +355,8 @@ def _check_references(scenario: Scenario, source: str) -> None:
         named = event.cancel or event.job
         if named is not None and named not in ids:
             raise InputError(f"no job {named!r}", source=source, place=f"events[{i}]")
+        if event.lab is not None and event.lab not in labs:
+            raise InputError(f"no lab {event.lab!r}", source=source, place=f"events[{i}].lab")
         if event.system is not None and event.system not in seen:
             raise InputError(
                 f"no system {event.system!r}", source=source, place=f"events[{i}].system"

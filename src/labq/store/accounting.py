@@ -7,14 +7,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import or_, select
+from sqlalchemy import func, or_, select
 
 from labq.domain.accounting import Busy, Ended, Served, Started
-from labq.domain.states import Result
+from labq.domain.states import Result, Usage
 from labq.domain.usage import BUSY
 from labq.store.base import StoreBase
 from labq.store.columns import epoch
 from labq.store.tables import (
+    Activity,
     Groups,
     Jobs,
     Labs,
@@ -74,6 +75,67 @@ class AccountingStore(StoreBase):
         wanted = {b.recipe for b in busy} | {e.recipe for e in ended}
         wanted |= {r for s in started for r in s.recipes}
         return AccountingRecords(self._served(wanted), busy, ended, started, self._pools())
+
+    # --- what a replay of the window needs (labq sim export) ---------------------------
+
+    def jobs_submitted(self, start: datetime, end: datetime) -> list[int]:
+        """Jobs submitted in ``[start, end)``, oldest first."""
+        stmt = (
+            select(Jobs.id)
+            .where(Jobs.submitted_at >= start, Jobs.submitted_at < end)
+            .order_by(Jobs.submitted_at, Jobs.id)
+        )
+        return list(self.conn.execute(stmt).scalars())
+
+    def job_actions(self, start: datetime, end: datetime) -> list[tuple[datetime, int, str, str]]:
+        """Cancels and priority changes of jobs in ``[start, end)``: (at, job, action, new)."""
+        stmt = (
+            select(Activity.at, Activity.object_id, Activity.action, Activity.new_value)
+            .where(
+                Activity.object_kind == "job",
+                Activity.action.in_(["cancel", "priority"]),
+                Activity.at >= start,
+                Activity.at < end,
+                Activity.object_id.is_not(None),
+            )
+            .order_by(Activity.at, Activity.id)
+        )
+        return [(r[0], int(r[1] or 0), r[2], r[3] or "") for r in self.conn.execute(stmt)]
+
+    def released_at(self, recipes: Iterable[int]) -> dict[int, datetime]:
+        """When each recipe's system went back to the scheduler: the end of the ``pending``
+        stretch that follows its last busy one (its supervisor finishing up and exiting,
+        and the scheduler hearing it), or the end of that busy stretch."""
+        ids = sorted(recipes)
+        out: dict[int, datetime] = {}
+        for chunk in (ids[i : i + 500] for i in range(0, len(ids), 500)):
+            rows = self.conn.execute(
+                select(
+                    UsageHistory.recipe_id,
+                    UsageHistory.system_id,
+                    func.max(UsageHistory.ended_at),
+                )
+                .where(
+                    UsageHistory.recipe_id.in_(chunk),
+                    UsageHistory.usage.in_([u.value for u in BUSY]),
+                )
+                .group_by(UsageHistory.recipe_id, UsageHistory.system_id)
+            ).all()
+            ends = {int(r[0] or 0): (int(r[1]), r[2]) for r in rows if r[2] is not None}
+            pending = self.conn.execute(
+                select(
+                    UsageHistory.system_id, UsageHistory.started_at, UsageHistory.ended_at
+                ).where(
+                    UsageHistory.system_id.in_({s for s, _t in ends.values()}),
+                    UsageHistory.started_at.in_({t for _s, t in ends.values()}),
+                    UsageHistory.usage == Usage.PENDING.value,
+                    UsageHistory.ended_at.is_not(None),
+                )
+            ).all()
+            after = {(int(r[0]), r[1]): r[2] for r in pending if r[2] is not None}
+            for recipe, (system, busy_end) in ends.items():
+                out[recipe] = after.get((system, busy_end)) or busy_end
+        return out
 
     def _started(self, start: datetime, end: datetime) -> list[Started]:
         rows = self.conn.execute(

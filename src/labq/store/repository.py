@@ -21,11 +21,15 @@ from labq.store.database import READ_ONLY
 from labq.store.leadership import LeadershipStore
 from labq.store.listing import JobListing
 from labq.store.locks import LockStore
+from labq.store.notices import NoticeStore
 from labq.store.passwords import PasswordStore
 from labq.store.reporting import ReportStore
+from labq.store.reservations import ReservationStore
+from labq.store.retention import RetentionStore
 from labq.store.retries import RetryStore
 from labq.store.runs import RunStore
 from labq.store.supervisors import SupervisorStore
+from labq.store.sysedit import SystemEditStore
 from labq.store.tables import Activity
 from labq.store.tokens import TokenStore
 from labq.store.unfinished import RestoreStore
@@ -33,6 +37,8 @@ from labq.store.views import ActivityEntry
 
 
 class Repository(
+    NoticeStore,
+    SystemEditStore,
     BatchMoves,
     RestoreStore,
     AdmissionStore,
@@ -48,6 +54,8 @@ class Repository(
     LockStore,
     LeadershipStore,
     AccountingStore,
+    ReservationStore,
+    RetentionStore,
 ):
     """Labs, systems, pools, people, access rules, jobs, recipe moves and the activity log;
     tokens and passwords; task reports and supervisors; what the scheduler rebuilds from;

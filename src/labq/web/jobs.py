@@ -22,6 +22,7 @@ from labq.api.schemas import RowId
 from labq.domain.priority import Priority
 from labq.domain.states import RecipeState
 from labq.store import HistoryEntry, JobView, RecipeSetView, RecipeView, reading
+from labq.web.aftermath import job_aftermath
 from labq.web.rendering import PREFIX, fragment, page
 from labq.web.route import PageRoute
 from labq.web.session import Session, SessionDep
@@ -136,6 +137,7 @@ def job_page(
         view=view,
         may_cancel=may_change and not view.finished,
         priorities=priority_choices(session, view),
+        after=job_aftermath(app, session.user, view.job),
         error=error,
         note=note,
     )

@@ -6,7 +6,20 @@ from fastapi import FastAPI
 from fastapi.responses import RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
-from labq.web import agents, job_actions, jobs, labs, login, queue, runs, systems, trends, usage
+from labq.web import (
+    agents,
+    job_actions,
+    jobs,
+    labs,
+    login,
+    queue,
+    reports,
+    runs,
+    systems,
+    trends,
+    usage,
+    whatif,
+)
 from labq.web.rendering import PREFIX, STATIC
 
 
@@ -14,6 +27,7 @@ def install(app: FastAPI) -> None:
     """Serve the pages from ``app``; ``/`` and ``/ui/`` lead to the jobs list."""
     for router in (
         login.router,
+        reports.router,  # before jobs: /jobs/{id}/logs/follow
         jobs.router,
         job_actions.router,
         runs.router,
@@ -22,6 +36,7 @@ def install(app: FastAPI) -> None:
         labs.router,
         agents.router,
         usage.router,
+        whatif.router,
         trends.router,
     ):
         app.include_router(router, prefix=PREFIX)

@@ -18,6 +18,7 @@ from labq.api.deps import StateDep
 from labq.domain.states import RecipeState
 from labq.domain.usage import UsageRecord
 from labq.store import ActivityEntry, RecipeView, Repository, epoch, reading
+from labq.store.reservations import describe
 from labq.web.charts import gantt_chart
 from labq.web.intervals import SPANS, chosen_interval
 from labq.web.rendering import page
@@ -54,6 +55,7 @@ def systems_list(
         systems = repo.list_systems(lab=lab or None, pool=pool or None)
         labs = repo.list_labs()
         pools = repo.list_pools()
+        held = {f: describe(r) for f, r in repo.open_reservations().items()}
     return page(
         request,
         "systems.html",
@@ -66,6 +68,7 @@ def systems_list(
         pool=pool or "",
         conditions=Counter(s.condition.value for s in systems),
         usages=Counter(s.usage.value for s in systems),
+        held=held,  # fqdn -> "reserved by alice until …" (issue 14)
     )
 
 
@@ -90,6 +93,7 @@ def show_system(
         share = repo.utilisation(start=interval.start, end=interval.end, fqdn=fqdn, now=now)
         recipes = recent_recipes(repo, history)
         changes = condition_changes(repo, fqdn)
+        reservation = repo.reservation_of(fqdn)
     rows = system_timeline(app.engine, start=interval.start, end=interval.end, fqdns=[fqdn])
     timeline = gantt_chart(
         rows, start=epoch(interval.start), end=epoch(interval.end), title=f"{fqdn}: usage"
@@ -100,6 +104,7 @@ def show_system(
         title=fqdn,
         nav="systems",
         system=system,
+        held=None if reservation is None else describe(reservation),
         reason=reason,
         aborts_in_a_row=aborts_in_a_row,
         history=list(reversed(history))[:HISTORY_ROWS],

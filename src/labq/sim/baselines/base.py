@@ -51,6 +51,8 @@ class Baseline:
         self._systems_changed = False  # since the last consistency pass
         self._out: list[d.Decision] = []
         self._pending: set[str] = set()
+        self._away_for: dict[str, set[str]] = {}  # system -> why it is away (hold_system)
+        self._condition_before: dict[str, Condition] = {}  # system -> its own condition
         # Whether anything happened since the last poll: a poll of an unchanged world
         # would find nothing to do, so it is skipped (traces poll for months).
         self.changed = True
@@ -104,6 +106,44 @@ class Baseline:
             self.free[system.lab].discard(fqdn)
         self.schedule()
         return self._end()
+
+    # The baselines know neither reservations nor paused queues: to them a system
+    # reserved, loaned or in a paused lab is a manual one (forced recipes aside, the
+    # same effect), and it gets its own condition back when the last reason ends.
+
+    def hold_system(self, fqdn: str, person: str, now: float) -> list[d.Decision]:
+        """A person takes the system: manual to the baseline until released."""
+        self.systems[fqdn].held_by = person
+        return self._away(fqdn, "person", True, now)
+
+    def release_system(self, fqdn: str, now: float) -> list[d.Decision]:
+        """A reservation or loan ended."""
+        self.systems[fqdn].held_by = None
+        return self._away(fqdn, "person", False, now)
+
+    def pause_lab(self, lab: str, now: float) -> list[d.Decision]:
+        """The lab's queue pauses: its systems are manual to the baseline until resumed."""
+        found = sorted(f for f, s in self.systems.items() if s.lab == lab)
+        return [x for f in found for x in self._away(f, "pause", True, now)]
+
+    def resume_lab(self, lab: str, now: float) -> list[d.Decision]:
+        """The lab's queue resumes."""
+        found = sorted(f for f, s in self.systems.items() if s.lab == lab)
+        return [x for f in found for x in self._away(f, "pause", False, now)]
+
+    def _away(self, fqdn: str, why: str, on: bool, now: float) -> list[d.Decision]:
+        reasons = self._away_for.setdefault(fqdn, set())
+        was = bool(reasons)
+        if on:
+            reasons.add(why)
+        else:
+            reasons.discard(why)
+        if was == bool(reasons):
+            return []
+        if reasons:
+            self._condition_before[fqdn] = self.systems[fqdn].condition
+            return self.change_condition(fqdn, Condition.MANUAL, now)
+        return self.change_condition(fqdn, self._condition_before.pop(fqdn), now)
 
     def submit(self, sets: Sequence[SetSubmission], now: float) -> list[d.Decision]:
         """New sets: each is queued (or refused when no lab could ever run it)."""

@@ -1,0 +1,27 @@
+"""How a started set that was asked to stop ends: cancelled, or aborted (and maybe retried).
+
+A stop request is a reason stored on the set (``recipe_sets.stop_reason``). A cancel's
+reason ends its recipes ``cancelled``. A reason that begins with ``ABORT_PREFIX`` (a
+system removed under a running set, ``labq system remove --force``) ends them
+``aborted``, so the retry rules apply as to any other abort.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from labq.domain.states import RecipeState
+
+ABORT_PREFIX: Final = "aborted: "
+
+
+def abort_reason(why: str) -> str:
+    """The stop reason that ends a set's recipes aborted, saying ``why``."""
+    return ABORT_PREFIX + why
+
+
+def stopped_state(stop_reason: str) -> RecipeState:
+    """What the unfinished recipes of a set stopped for ``stop_reason`` end as."""
+    if stop_reason.startswith(ABORT_PREFIX):
+        return RecipeState.ABORTED
+    return RecipeState.CANCELLED

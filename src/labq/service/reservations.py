@@ -1,0 +1,51 @@
+"""Reserved and loaned systems, in the scheduler thread: the core follows the database.
+
+- :func:`changed`: the API opened or released a reservation or a loan;
+- :func:`expire`: reservations whose time ran out end (the service's timer, see
+  :func:`next_wake`, wakes the thread when the first one is due).
+
+A ``<reservesys>`` recipe's reservation opens as its set ends (``bridge.finish``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from labq.scheduler.core import Scheduler
+from labq.service import bridge
+from labq.service.actions import Actions
+from labq.store import Repository, epoch
+
+if TYPE_CHECKING:
+    from labq.service.loop import SchedulerService
+
+
+def changed(
+    service: SchedulerService, repo: Repository, core: Scheduler, fqdn: str, now: datetime
+) -> Actions:
+    """A reservation or loan of ``fqdn`` was opened or released: hold or offer the system."""
+    if fqdn not in core.systems:  # its system-added event was lost: the pass repairs it
+        return []
+    found = repo.reservation_of(fqdn)
+    at = epoch(now)
+    decisions = (
+        core.release_system(fqdn, at) if found is None else core.hold_system(fqdn, found.holder, at)
+    )
+    service.wake_at = next_wake(repo)
+    return bridge.settle(repo, core, decisions, now=now)
+
+
+def expire(repo: Repository, core: Scheduler, now: datetime) -> Actions:
+    """End the reservations whose time ran out; their systems are offered again."""
+    out: Actions = []
+    for fqdn in repo.expire_reservations(now):
+        if fqdn in core.systems:
+            out += bridge.settle(repo, core, core.release_system(fqdn, epoch(now)), now=now)
+    return out
+
+
+def next_wake(repo: Repository) -> datetime | None:
+    """When the scheduler thread must wake next: a pause or a reservation runs out."""
+    ends = [t for t in (repo.next_pause_end(), repo.next_reservation_end()) if t is not None]
+    return min(ends, default=None)
