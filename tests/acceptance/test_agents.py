@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 import time
 from pathlib import Path
 
@@ -22,7 +23,16 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
-from .agents import Agent, Proxy, Server, agent_server, agents, wait_state, wait_until
+from .agents import (
+    Agent,
+    Proxy,
+    Server,
+    agent_command,
+    agent_server,
+    agents,
+    wait_state,
+    wait_until,
+)
 from .conftest import PG_URL
 
 pytestmark = pytest.mark.slow
@@ -175,17 +185,20 @@ def test_an_agent_token_cannot_touch_another_labs_set_and_agents_never_hold_the_
         server.lab("west", "w1.west")
         east = make_agent(server, tmp_path, "east-1", "east")
         west = make_agent(server, tmp_path, "west-1", "west")
-        with agents(east.start(), west.start()):
+        both = server.agent_token("both-1", "east", "west")
+        refused_at_start(server, tmp_path, both)
+        with agents(east.start(), west):
             job_id = server.submit(ticking_job({"lab": "west"}, 20))
+            # a token of both labs, narrowed to east (labq agent --lab east), is not given it
+            with agent_client(server, both) as narrowed:
+                answer = narrowed.post("/agent/claim", json={"max": 5, "wait": 2, "labs": ["east"]})
+                assert answer.json() == {"sets": []}
+            west.start()
             wait_until(lambda: list((west.data / "sets").glob("set-*/claim.json")), 30)
             (claim_file,) = (west.data / "sets").glob("set-*/claim.json")
             work = json.loads(claim_file.read_text())
             set_id, claim = work["set"], work["claim"]
-            with httpx.Client(
-                base_url=f"{server.url}/api/v1",
-                headers={"Authorization": f"Bearer {east.token}"},
-                timeout=20,
-            ) as thief:
+            with agent_client(server, east.token) as thief:
                 event = {"seq": 1, "kind": "task_started", "task": 1}
                 body = {"claim": claim, "events": [event]}
                 assert thief.post(f"/agent/sets/{set_id}/report", json=body).status_code == 409
@@ -200,12 +213,40 @@ def test_an_agent_token_cannot_touch_another_labs_set_and_agents_never_hold_the_
                 assert ended.status_code == 409
                 assert thief.post("/agent/claim", json={"max": 5, "wait": 0}).json() == {"sets": []}
                 assert thief.get(f"/jobs/{job_id}/logs").status_code == 401  # no reading
+            assert west.supervisor_pids()  # the set's supervisor is looked at too
             check_no_database_url(database, east, west)
             job = wait_state(server, job_id, ("completed", "aborted", "cancelled"))
             assert (job["state"], job["result"]) == ("completed", "pass"), job
             kept = server.data / "logs" / f"set-{set_id}" / "supervisor.log"
             assert "forged" not in kept.read_text()
             assert f"set {set_id} ends completed" in kept.read_text()
+
+
+def agent_client(server: Server, token: str) -> httpx.Client:
+    return httpx.Client(
+        base_url=f"{server.url}/api/v1", headers={"Authorization": f"Bearer {token}"}, timeout=20
+    )
+
+
+def refused_at_start(server: Server, tmp_path: Path, both: str) -> None:
+    """An agent with a bad token, or told a lab its token does not serve, says so in one line."""
+    for token, extra, said in (
+        ("lqa_nonsense", (), "labq agent: the agent token is unknown or revoked"),
+        (both, ("--lab", "north"), "labq agent: the agent token does not serve lab(s) north"),
+    ):
+        command = [*agent_command(), "--url", server.url, "--data-dir", str(tmp_path / "x"), *extra]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LABQ_")}
+        done = subprocess.run(
+            command,
+            env={**env, "LABQ_AGENT_TOKEN": token},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 1
+        assert done.stderr.startswith(said), done.stderr
+        assert len(done.stderr.splitlines()) == 1, done.stderr
 
 
 def check_no_database_url(database: str, *made: Agent) -> None:

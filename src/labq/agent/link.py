@@ -70,11 +70,15 @@ class Link:
         )
         return answer
 
-    def claim(self, most: int, wait: float) -> list[dict[str, Any]]:
-        """Claim up to ``most`` sets, waiting up to ``wait`` seconds for one."""
-        answer = self._call(
-            "POST", "/claim", json={"max": most, "wait": wait}, timeout=TIMEOUT + wait
-        )
+    def claim(
+        self, most: int, wait: float, labs: Sequence[str] | None = None
+    ) -> list[dict[str, Any]]:
+        """Claim up to ``most`` sets (of ``labs`` only, when given: a narrower agent than its
+        token), waiting up to ``wait`` seconds for one."""
+        body: dict[str, Any] = {"max": most, "wait": wait}
+        if labs is not None:
+            body["labs"] = list(labs)
+        answer = self._call("POST", "/claim", json=body, timeout=TIMEOUT + wait)
         sets: list[dict[str, Any]] = answer["sets"]
         return sets
 

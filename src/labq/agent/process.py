@@ -133,6 +133,7 @@ class Agent:
         self.heartbeat_every = 5.0
         self.lease = 30.0
         self.fatal: LabqError | None = None
+        self.labs: list[str] | None = None  # claimed for only these (--lab), else all the token's
         self._sets: dict[int, Forwarder] = {}
         self._lock = threading.Lock()
         self._slot = threading.Event()  # a set finished: the claimer may take another
@@ -185,11 +186,15 @@ class Agent:
         served = [str(lab) for lab in answer["labs"]]
         if name is not None and name != answer["name"]:
             raise LabqError(f"the agent token is {answer['name']}'s, not {name}'s")
-        if labs and set(labs) != set(served):
+        unknown = sorted(set(labs) - set(served))
+        if unknown:
             raise LabqError(
-                f"the agent token serves lab(s) {', '.join(served) or 'none'}, "
-                f"not exactly {', '.join(labs)}: make a token for those labs"
+                f"the agent token does not serve lab(s) {', '.join(unknown)} "
+                f"(it serves {', '.join(served) or 'none'})"
             )
+        if labs and set(labs) != set(served):
+            self.labs = sorted(set(labs))
+            served = self.labs
         self.heartbeat_every = float(answer["heartbeat_every"])
         self.lease = float(answer["lease"])
         say(
@@ -243,7 +248,7 @@ class Agent:
                 continue
             sent = time.monotonic()
             try:
-                works = self.link.claim(free, CLAIM_WAIT)
+                works = self.link.claim(free, CLAIM_WAIT, self.labs)
             except Unreachable as exc:
                 self._trouble(exc)
                 self.stop.wait(delay)
