@@ -135,16 +135,19 @@ class Agent:
                 self.proc.kill()
 
     def supervisor_pids(self) -> list[int]:
-        """Every process of this agent's supervisors (and the unshare in front of one)."""
+        """Every process of this agent's supervisors (forked or spawned, and the keeper of a
+        PID namespace), known by the sets its data directory records."""
+        sets = [p.name.removeprefix("set-") for p in (self.data / "sets").glob("set-*")]
+        wanted = [f"--set\0{n}\0".encode() for n in sets]
         found = []
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit():
                 continue
             try:
-                cmdline = (entry / "cmdline").read_bytes()
+                cmdline = (entry / "cmdline").read_bytes() + b"\0"
             except OSError:
                 continue
-            if b"labq.agent.supervisor" in cmdline and str(self.data).encode() in cmdline:
+            if b"labq.agent.supervisor" in cmdline and any(w in cmdline for w in wanted):
                 found.append(int(entry.name))
         return found
 

@@ -39,7 +39,7 @@ import platformdirs
 from labq import __version__
 from labq.agent import ledger
 from labq.agent.forwarder import Forwarder
-from labq.agent.launcher import SUPERVISOR_OUTPUT, Supervisor, launch
+from labq.agent.launcher import SUPERVISOR_OUTPUT, Launcher, Supervisor
 from labq.agent.link import Link, LinkError, TokenRefused, Unreachable, retrying
 from labq.agent.spool import SetDir, write_atomic
 from labq.config import Settings, load_settings
@@ -129,7 +129,7 @@ class Agent:
         self.max_sets = max_sets
         self.keep_sets = keep_sets
         self.stop = stop
-        self.mode = containment.available_mode()
+        self.launcher = Launcher(data_dir, containment.available_mode())
         self.heartbeat_every = 5.0
         self.lease = 30.0
         self.fatal: LabqError | None = None
@@ -145,6 +145,7 @@ class Agent:
         """Hello, adopt, then claim, beat and forward until stopped; the exit status."""
         with ledger.hold(self.data_dir):
             self._hello(labs, name)
+            self.launcher.warm()
             self._adopt()
             threads = [
                 threading.Thread(target=self._guard, args=(loop,), name=loop.__name__, daemon=True)
@@ -156,6 +157,7 @@ class Agent:
             self.stop.set()
             for thread in threads:  # a claim under way is waited for: its sets get started
                 thread.join(CLAIM_WAIT + 30)
+            self.launcher.close()
         self.link.close()
         if self.fatal is not None:
             raise self.fatal
@@ -279,7 +281,7 @@ class Agent:
         }
         log = set_log_dir(self.data_dir, set_id) / SUPERVISOR_OUTPUT
         try:
-            supervisor = launch(spool, secrets, log=log, cwd=self.data_dir, mode=self.mode)
+            supervisor = self.launcher.start(spool, secrets, log=log)
         except OSError as exc:  # the server ends it (aborted) when it hears the end
             say(f"set {set_id}: cannot start its supervisor: {exc}")
             supervisor = Supervisor(spool, None, None)

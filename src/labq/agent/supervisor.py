@@ -186,20 +186,43 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the set named on the command line; the exit status (see the module docstring)."""
     args = parse_args(argv)
-    spool = SetDir(Path(args.dir))
     cancel = prepare()
     try:
-        order = Order.of(read_secrets(sys.stdin))
-        if order.plan.id != args.set_id:
+        given = read_secrets(sys.stdin)
+    except ValueError:  # a JSONDecodeError too: said as a missing key below
+        given = {}
+    return run(args.set_id, SetDir(Path(args.dir)), given, cancel)
+
+
+def forked(set_id: int, request: Mapping[str, Any], cancel: threading.Event) -> int:
+    """Run the set in a child of :mod:`labq.dispatch.forkserver` (its ``module`` is ours):
+    the secrets came down its socket, the plan is read from the spool's ``claim.json``.
+
+    Its pid (the host's, which ``request`` names) is recorded first: it runs from now on,
+    and an agent that dies before it hears the pid must still find it after a restart."""
+    spool = SetDir(Path(str(request["dir"])))
+    spool.write_pid(int(request["pid"]))
+    return run(set_id, spool, request["secrets"], cancel)
+
+
+def run(set_id: int, spool: SetDir, given: Mapping[str, Any], cancel: threading.Event) -> int:
+    """Run the set with the agent's ``given`` secrets (the plan and the set's task credentials
+    from ``claim.json`` when not among them); writes and returns the exit status."""
+    try:
+        if "plan" not in given:  # too big for a fork server's packet: on disk, mode 0600
+            work = spool.read_claim() or {}
+            given = {**given, "plan": work.get("plan"), "env": work.get("env")}
+        order = Order.of(given)
+        if order.plan.id != set_id:
             raise ValueError(f"the plan is of set {order.plan.id}")
     except (ValueError, KeyError, TypeError, LabqError) as exc:
-        print(f"labq supervisor: set {args.set_id} cannot run: {_one_line(exc)}", file=sys.stderr)
+        print(f"labq supervisor: set {set_id} cannot run: {_one_line(exc)}", file=sys.stderr)
         code = EXIT_COULD_NOT_RUN
     else:
         try:
-            code = supervise(args.set_id, spool, order, cancel)
+            code = supervise(set_id, spool, order, cancel)
         except Exception as exc:
-            print(f"labq supervisor: set {args.set_id} failed: {_one_line(exc)}", file=sys.stderr)
+            print(f"labq supervisor: set {set_id} failed: {_one_line(exc)}", file=sys.stderr)
             code = EXIT_COULD_NOT_RUN
     spool.write_exit(code)
     return code
