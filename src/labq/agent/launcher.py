@@ -23,6 +23,7 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
@@ -37,18 +38,37 @@ _log = logging.getLogger(__name__)
 
 FORK_SERVER_LOG: Final = "fork-server.log"
 
-__all__ = ["MODULE", "SUPERVISOR_OUTPUT", "Launcher", "Supervisor", "launch"]
+__all__ = ["MODULE", "SUPERVISOR_OUTPUT", "ForkedExit", "Launcher", "Supervisor", "launch"]
+
+
+class ForkedExit:
+    """How a forked supervisor ended, as its fork server reports it."""
+
+    def __init__(self) -> None:
+        self.seen = threading.Event()
+        self.code: int | None = None
+        self.lost = False  # the fork server went first: the supervisor may run on
+
+    def __call__(self, code: int | None) -> None:
+        self.code, self.lost = code, code is None
+        self.seen.set()
 
 
 class Supervisor:
-    """A set's supervisor process: started by this agent (``proc``) or adopted (``None``)."""
+    """A set's supervisor process: spawned by this agent (``proc``), forked by its fork
+    server (``forked``), or adopted (neither)."""
 
     def __init__(
-        self, spool: SetDir, pid: int | None, proc: subprocess.Popen[bytes] | None
+        self,
+        spool: SetDir,
+        pid: int | None,
+        proc: subprocess.Popen[bytes] | None,
+        forked: ForkedExit | None = None,
     ) -> None:
         self.spool = spool
         self.pid = pid
         self.proc = proc
+        self.forked = forked
 
     @staticmethod
     def adopt(spool: SetDir) -> Supervisor:
@@ -59,6 +79,9 @@ class Supervisor:
         """Whether it still runs (a zombie, or a pid now another program's, does not)."""
         if self.proc is not None:
             return self.proc.poll() is None
+        if self.forked is not None and not (self.forked.seen.is_set() and self.forked.lost):
+            # by the fork server's word: a child not yet titled is not known by its command line
+            return not self.forked.seen.is_set()
         return self.pid is not None and containment.runs_set(self.pid, MODULE, self.spool.set_id)
 
     def code(self) -> int | None:
@@ -67,6 +90,8 @@ class Supervisor:
         written = self.spool.read_exit()
         if written is not None:
             return written
+        if self.forked is not None:
+            return self.forked.code
         return None if self.proc is None else self.proc.returncode
 
 
@@ -139,15 +164,16 @@ class Launcher:
                 # the plan can outgrow a packet: the supervisor reads it from claim.json
                 "secrets": {k: v for k, v in secrets.items() if k not in ("plan", "env")},
             }
+            exit_ = ForkedExit()
             try:
-                pid = forks.fork(request, lambda _code: None)  # its exit is seen by its pid
+                pid = forks.fork(request, exit_)
             except ForkServerError as exc:
                 _log.warning("fork server: %s", exc)
                 if not forks.forked:  # a new one failed: it will not work next time either
                     self.forking = False
                 continue
             spool.write_pid(pid)
-            return Supervisor(spool, pid, None)
+            return Supervisor(spool, pid, None, exit_)
         return launch(spool, secrets, log=log, cwd=self.data_dir, mode=self.mode)
 
     def _fork_server(self) -> ForkServer | None:
