@@ -213,7 +213,7 @@ def test_an_agent_token_cannot_touch_another_labs_set_and_agents_never_hold_the_
                 assert ended.status_code == 409
                 assert thief.post("/agent/claim", json={"max": 5, "wait": 0}).json() == {"sets": []}
                 assert thief.get(f"/jobs/{job_id}/logs").status_code == 401  # no reading
-            assert west.supervisor_pids()  # the set's supervisor is looked at too
+            wait_until(west.supervisor_pids, 10)  # the set's supervisor is looked at too
             check_no_database_url(database, east, west)
             job = wait_state(server, job_id, ("completed", "aborted", "cancelled"))
             assert (job["state"], job["result"]) == ("completed", "pass"), job

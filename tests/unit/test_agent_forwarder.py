@@ -102,6 +102,23 @@ def test_reports_and_logs_go_once_each_and_the_end_after_the_supervisor_exits(se
     assert server.ends == [0]
 
 
+def test_the_recipes_end_only_once_the_supervisor_exited_and_every_log_is_up(setup):
+    forwarder, server, proc, logs = setup
+    journal(forwarder.spool, 1)
+    with forwarder.spool.journal.open("a") as f:
+        f.write('{"seq": 2, "kind": "recipe", "recipe": 1, "state": "completed"}\n')
+    assert forwarder.step() is False
+    assert [e["seq"] for e in server.applied] == [1]  # the end waits
+    (logs / "h1" / "collected").mkdir(parents=True)
+    (logs / "h1" / "collected" / "messages").write_bytes(b"archived\n")
+    forwarder.spool.write_exit(0)
+    proc.kill()
+    proc.wait()
+    assert forwarder.step() is True
+    assert [e["seq"] for e in server.applied] == [1, 2]
+    assert (server.root / "h1" / "collected" / "messages").read_bytes() == b"archived\n"
+
+
 def test_a_claim_found_gone_stops_the_supervisor_and_nothing_more_is_sent(setup):
     forwarder, server, proc, _logs = setup
     journal(forwarder.spool, 1)

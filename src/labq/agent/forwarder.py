@@ -1,13 +1,15 @@
 """What an agent does for one claimed set while (and after) its supervisor runs.
 
-Each :meth:`Forwarder.step` sends the journal's new reports (numbered: the
-server answers the last number it applied, so a report sent again after a lost
-answer applies once, and one the answer did not cover is sent again), then the
-log files' new bytes (:class:`~labq.agent.uploader.LogUploader`). Once the
-supervisor has exited — seen *before* the journal is read, so that everything
-it wrote is sent — and every report and log got through, it says ``ended``. A
-claim found gone (the server ended the set, or a beat said ``lost``) tells the
-supervisor to stop at once, and nothing more is sent.
+Each :meth:`Forwarder.step` sends the log files' new bytes
+(:class:`~labq.agent.uploader.LogUploader`), then the journal's new reports
+(numbered: the server answers the last number it applied, so a report sent
+again after a lost answer applies once, and one the answer did not cover is
+sent again) — all but the recipes' final moves, which wait for the supervisor's
+exit and the last of its logs. Once the supervisor has exited — seen *before*
+the journal is read, so that everything it wrote is sent — and every report and
+log got through, it says ``ended``. A claim found gone (the server ended the
+set, or a beat said ``lost``) tells the supervisor to stop at once, and nothing
+more is sent.
 
 A network failure raises :class:`~labq.agent.link.Unreachable` out of
 :meth:`~Forwarder.step`; the next step goes on from where this one got.
@@ -23,9 +25,11 @@ from labq.agent.link import ClaimGone, Link
 from labq.agent.spool import LOST, STOP, SetDir, read_events
 from labq.agent.uploader import LogUploader
 from labq.dispatch import containment
+from labq.domain.states import RecipeState
 
 BATCH: Final = 500  # reports in one call (the server takes up to 1000)
 CARRY_ON: Final = "carry on"
+_FINAL: Final = frozenset(s.value for s in RecipeState if s.is_final)
 
 
 class Forwarder:
@@ -91,19 +95,33 @@ class Forwarder:
         return False
 
     def _send(self, exited: bool) -> bool:
-        """Send new reports and log bytes; True when everything, to the end, got through."""
+        """Send new log bytes, then the reports they precede; True when everything, to the
+        end, got through."""
         events, self.offset = read_events(self.spool.journal, self.offset)
         self.pending.extend(events)
-        while self.pending:
-            applied = self.link.report(self.set_id, self.claim, self.pending[:BATCH])
-            left = [e for e in self.pending if int(e["seq"]) > applied]
-            if len(left) == len(self.pending):
-                break  # the server took none: a gap it waits to see filled (try again later)
-            self.pending = left
+        # logs read after the reports: a task's log is whole on the server before its end is
         whole = self.uploader.upload(final=exited)
+        ready = self.pending if exited and whole else _before_the_end(self.pending)
+        while ready:
+            applied = self.link.report(self.set_id, self.claim, ready[:BATCH])
+            left = [e for e in ready if int(e["seq"]) > applied]
+            if len(left) == len(ready):
+                break  # the server took none: a gap it waits to see filled (try again later)
+            ready = left
+            self.pending = [e for e in self.pending if int(e["seq"]) > applied]
         return exited and whole and not self.pending
 
     def _finish(self, how: str) -> bool:
         self.spool.mark_ended(how)
         self.finished = True
         return True
+
+
+def _before_the_end(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The reports before the first final recipe move. The runner makes those last, after
+    archiving; they wait until the supervisor has exited and every log (``collected/`` ones
+    too) is on the server, so whoever sees the job end finds its logs whole."""
+    for n, event in enumerate(events):
+        if event.get("kind") == "recipe" and event.get("state") in _FINAL:
+            return events[:n]
+    return events
