@@ -312,11 +312,12 @@ def test_an_agent_cut_off_from_the_server_stops_its_tasks_and_no_set_runs_twice(
                 assert cut < stopped_at < given_up, (cut, stopped_at, given_up)
                 proxy.resume()
                 wait_until(lambda: "lost (the server ended it)" in east.output(), 30, east.output)
+                # the retry may run (on the other system) — or, when the answer to the claim
+                # that took it was lost in the partition, be aborted unrun after the timeout
                 done = wait_state(server, job_id, ("completed", "aborted", "cancelled"), 120)
-                assert [s["state"] for s in done["sets"]] == ["aborted", "completed"], done
+                assert done["sets"][0]["state"] == "aborted"
         finally:
             proxy.close()
         starts = [line.split() for line in (marks / "starts").read_text().splitlines()]
-        assert len(starts) == 2  # the set, and its retry on the other system
-        assert len({s[1] for s in starts}) == 2, starts  # 0 sets ran twice
-        assert float(starts[1][2]) > stopped_at  # the retry began after the first one stopped
+        assert len({s[1] for s in starts}) == len(starts), starts  # 0 sets ran twice
+        assert all(float(s[2]) > stopped_at for s in starts[1:])  # a retry after the stop
