@@ -10,6 +10,7 @@ from sqlalchemy import Engine
 from labq.api import (
     agent,
     agents,
+    bulk,
     errors,
     filters,
     health,
@@ -65,6 +66,7 @@ def create_app(
         people.users,
         people.groups,
         people.tokens,
+        bulk.router,  # before jobs: /jobs/cancel is no job id
         jobs.router,
         runs.router,
         queue.router,

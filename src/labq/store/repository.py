@@ -24,6 +24,7 @@ from labq.store.passwords import PasswordStore
 from labq.store.reporting import ReportStore
 from labq.store.retries import RetryStore
 from labq.store.runs import RunStore
+from labq.store.selection import JobSelection
 from labq.store.supervisors import SupervisorStore
 from labq.store.tables import Activity
 from labq.store.tokens import TokenStore
@@ -38,6 +39,7 @@ class Repository(
     AccessStore,
     RetryStore,
     RunStore,
+    JobSelection,
     JobListing,
     TokenStore,
     PasswordStore,
