@@ -39,6 +39,7 @@ class QueueRow:
     waits_for: str | None = None  # what makes it ineligible now (a dependency, a filter, …)
     reason: str = ""  # what it waits for in plain words, never empty (waits_for, or systems)
     state: str = "queued"  # its least advanced recipe's state
+    labs: tuple[str, ...] = ()  # where systems matching its recipes are (not yet placed)
 
 
 class Events(Protocol):

@@ -76,7 +76,19 @@ def _row(
         waits_for=waits_for,
         reason=waits_for or turn_reason(core, entry, at),
         state=min((r.state for r in entry.recipes), key=_STEPS.index).value,
+        labs=_labs(core, entry),
     )
+
+
+def _labs(core: Scheduler, entry: SetEntry) -> tuple[str, ...]:
+    """The labs with a system for each of its classes (``queue --lab`` keeps those)."""
+    if entry.lab is not None:
+        return (entry.lab,)
+    found: set[str] | None = None
+    for klass in entry.demands():
+        labs = {core.systems[f].lab for f in core.index.systems_of.get(klass, ())}
+        found = labs if found is None else found & labs
+    return tuple(sorted(found or ()))
 
 
 def _best_cap(core: Scheduler, entry: SetEntry, caps: Caps) -> Priority | None:

@@ -43,7 +43,7 @@ class JobQuery:
 class JobLabel:
     """What people know a job by, besides its id."""
 
-    owner: str
+    owner: str | None
     group: str | None
     whiteboard: str | None
     run: str | None
