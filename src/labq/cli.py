@@ -13,6 +13,7 @@ import click
 from labq import __version__
 from labq.client import DEFAULT_URL
 from labq.commands import Session
+from labq.commands import bulk as _bulk  # noqa: F401 - adds job cancel and priority
 from labq.commands.filter import filter_group, queue
 from labq.commands.jobs import job
 from labq.commands.labs import lab

@@ -173,16 +173,16 @@ def list_pauses(ctx: click.Context, as_json: bool) -> None:
     show(found, as_json, render)
 
 
-def parse_duration(text: str) -> float:
+def parse_duration(text: str, *, place: str = "--for") -> float:
     """``90s``, ``30m``, ``2h``, ``1d``, ``1h30m`` or plain seconds, as seconds."""
     spaced = text.strip().lower()
     parts = list(_DURATION.finditer(spaced))
     covered = "".join(m.group(0) for m in parts).replace(" ", "")
     if not parts or covered != spaced.replace(" ", ""):
-        raise InputError(f"{text!r} is not a duration (e.g. 90s, 30m, 2h, 1d)", place="--for")
+        raise InputError(f"{text!r} is not a duration (e.g. 90s, 30m, 2h, 1d)", place=place)
     seconds = sum(float(m.group(1)) * _UNIT[m.group(2)] for m in parts)
     if seconds <= 0:
-        raise InputError(f"{text!r} is not a duration longer than nothing", place="--for")
+        raise InputError(f"{text!r} is not a duration longer than nothing", place=place)
     return seconds
 
 

@@ -12,7 +12,6 @@ from rich.text import Text
 
 from labq.client import ServerError
 from labq.commands import api, cell, fields, json_option, show, table, when
-from labq.commands.pools import priority_label
 from labq.commands.runs import submit_run
 from labq.commands.waiting import follow
 from labq.domain.states import RecipeState
@@ -189,17 +188,6 @@ def set_notes(sets: list[dict[str, Any]]) -> list[Text]:
     return notes
 
 
-@job.command("cancel")
-@click.argument("job_id", metavar="ID", type=int)
-@click.option("--reason", default=None, help="Why (kept with the job).")
-@json_option
-@click.pass_context
-def cancel(ctx: click.Context, job_id: int, reason: str | None, as_json: bool) -> None:
-    """Cancel every unfinished recipe of a job."""
-    done = api(ctx).post(f"/jobs/{job_id}/cancel", {"reason": reason} if reason else None)
-    show(done, as_json, lambda d: f"job {d['id']}: {d['cancelled']} recipe(s) cancelled")
-
-
 @job.command("results")
 @click.argument("job_id", metavar="ID", type=int)
 @json_option
@@ -254,18 +242,6 @@ def logs(ctx: click.Context, job_id: int, path: str | None, as_json: bool) -> No
         return table(["set", "recipe", "system", "file"], rows)
 
     show(listing, as_json, render)
-
-
-@job.command("priority")
-@click.argument("job_id", metavar="ID", type=int)
-@click.argument("level", metavar="LEVEL")
-@json_option
-@click.pass_context
-def priority(ctx: click.Context, job_id: int, level: str, as_json: bool) -> None:
-    """Change the priority of a job's waiting sets (raising it needs an admin)."""
-    label = priority_label(level, "LEVEL")
-    done = api(ctx).post(f"/jobs/{job_id}/priority", {"priority": label})
-    show(done, as_json, lambda d: f"job {d['id']}: {d['sets']} set(s) now {d['priority']}")
 
 
 def _duration(seconds: float) -> str:
