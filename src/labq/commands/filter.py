@@ -10,6 +10,7 @@ import click
 
 from labq.commands import api, cell, json_option, show, table, when
 from labq.commands.jobs import queue as show_queue
+from labq.commands.jobs import queue_filters
 from labq.domain import filters
 from labq.errors import InputError
 
@@ -104,12 +105,13 @@ def delete(ctx: click.Context, filter_id: int, as_json: bool) -> None:
 
 
 @click.group("queue", invoke_without_command=True)
+@queue_filters
 @json_option
 @click.pass_context
-def queue(ctx: click.Context, as_json: bool) -> None:
+def queue(ctx: click.Context, /, as_json: bool, **filters: str | None) -> None:
     """The queued recipe sets in scheduling order; pause and resume a lab's queue."""
     if ctx.invoked_subcommand is None:
-        ctx.invoke(show_queue, as_json=as_json)
+        ctx.invoke(show_queue, as_json=as_json, **filters)
 
 
 @queue.command("pause")
