@@ -16,6 +16,7 @@ from labq.commands import (
     Session,
     sysadmin,  # noqa: F401  (attaches to ``system``)
 )
+from labq.commands import bulk as _bulk  # noqa: F401 - adds job cancel and priority
 from labq.commands import reservations as _reservations  # noqa: F401 - attaches its commands
 from labq.commands.filter import filter_group, queue
 from labq.commands.jobs import job

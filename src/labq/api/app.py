@@ -10,6 +10,7 @@ from sqlalchemy import Engine
 from labq.api import (
     agent,
     agents,
+    bulk,
     errors,
     filters,
     health,
@@ -76,6 +77,7 @@ def create_app(
         people.users,
         people.groups,
         people.tokens,
+        bulk.router,  # before jobs: /jobs/cancel is no job id
         jobs.router,
         logtail.router,
         runs.router,

@@ -37,6 +37,9 @@ class QueueRow:
     weight: float = 0.0  # spv after aging; lower goes first among equal priorities
     age_ticks: int = 0  # age in queue ticks (``queue.tick`` seconds each)
     waits_for: str | None = None  # what makes it ineligible now (a dependency, a filter, …)
+    reason: str = ""  # what it waits for in plain words, never empty (waits_for, or systems)
+    state: str = "queued"  # its least advanced recipe's state
+    labs: tuple[str, ...] = ()  # where systems matching its recipes are (not yet placed)
 
 
 class Events(Protocol):

@@ -23,6 +23,7 @@ from labq.api.filters import admit_job
 from labq.api.jobviews import job_json, job_summary, log_files, log_reader, results_json
 from labq.api.junit import junit_xml
 from labq.api.openapi import answers
+from labq.api.rows import Glob, Text, job_row, reasons_by_job
 from labq.api.schemas import Body, Offset, PriorityLabel, Reason, RowId
 from labq.dispatch.workspace import RefError, resolve_ref
 from labq.domain.job import JobSpec
@@ -34,6 +35,7 @@ from labq.formats.loader import Format, detect_format, parse_job
 from labq.formats.source import decode_document
 from labq.store import Repository, reading, transaction
 from labq.store.listing import MAX_PAGE
+from labq.store.selection import JobQuery
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
 
@@ -151,21 +153,30 @@ def pin_ref(spec: JobSpec) -> JobSpec:
 def list_jobs(
     app: StateDep,
     _: UserDep,
-    owner: str | None = None,
-    group: str | None = None,
+    owner: Text = None,
+    group: Text = None,
     state: RecipeState | None = None,
+    whiteboard: Glob = None,
+    run: Text = None,
+    lab: Text = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
     offset: Offset = 0,
 ) -> dict[str, Any]:
-    """A page of jobs, newest first, and how many match in all."""
+    """A page of jobs, newest first, and how many match in all; waiting ones say why."""
+    query = JobQuery(owner, group, state, whiteboard, run, lab)
     with reading(app.engine) as repo:
-        total = repo.count_jobs(owner=owner, group=group, state=state)
-        page = repo.list_jobs(owner=owner, group=group, state=state, limit=limit, offset=offset)
+        total = repo.count_found(query)
+        page = repo.find_jobs(query, limit=limit, offset=offset)
+        runs = repo.run_names(j.id for j in page)
+    reasons = reasons_by_job(app.events.queue_view()) if page else {}
+    now = app.clock()
     return {
         "total": total,
         "limit": limit,
         "offset": offset,
-        "jobs": [job_summary(j) for j in page],
+        "jobs": [
+            {**job_summary(j), **job_row(j, now, runs.get(j.id), reasons.get(j.id))} for j in page
+        ],
     }
 
 

@@ -28,6 +28,7 @@ from labq.store.reservations import ReservationStore
 from labq.store.retention import RetentionStore
 from labq.store.retries import RetryStore
 from labq.store.runs import RunStore
+from labq.store.selection import JobSelection
 from labq.store.supervisors import SupervisorStore
 from labq.store.sysedit import SystemEditStore
 from labq.store.tables import Activity
@@ -45,6 +46,7 @@ class Repository(
     AccessStore,
     RetryStore,
     RunStore,
+    JobSelection,
     JobListing,
     TokenStore,
     PasswordStore,
