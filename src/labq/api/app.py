@@ -10,7 +10,9 @@ from sqlalchemy import Engine
 from labq.api import (
     agent,
     agents,
+    clones,
     errors,
+    extend,
     filters,
     health,
     jobs,
@@ -66,6 +68,8 @@ def create_app(
         people.groups,
         people.tokens,
         jobs.router,
+        clones.router,
+        extend.router,
         runs.router,
         queue.router,
         locks.router,

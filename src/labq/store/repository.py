@@ -17,6 +17,7 @@ from labq.store.admission import AdmissionStore
 from labq.store.agents import AgentStore
 from labq.store.batch import BatchMoves
 from labq.store.database import READ_ONLY
+from labq.store.extensions import ExtensionStore
 from labq.store.leadership import LeadershipStore
 from labq.store.listing import JobListing
 from labq.store.locks import LockStore
@@ -24,6 +25,7 @@ from labq.store.passwords import PasswordStore
 from labq.store.reporting import ReportStore
 from labq.store.retries import RetryStore
 from labq.store.runs import RunStore
+from labq.store.sources import SourceStore
 from labq.store.supervisors import SupervisorStore
 from labq.store.tables import Activity
 from labq.store.tokens import TokenStore
@@ -46,6 +48,8 @@ class Repository(
     SupervisorStore,
     LockStore,
     LeadershipStore,
+    SourceStore,
+    ExtensionStore,
 ):
     """Labs, systems, pools, people, access rules, jobs, recipe moves and the activity log;
     tokens and passwords; task reports and supervisors; what the scheduler rebuilds from;

@@ -208,9 +208,7 @@ class JobSources(Base):
     submits again. Its own table: listing jobs never reads a document."""
 
     __tablename__ = "job_sources"
-    job_id: Mapped[int] = mapped_column(
-        ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True
-    )
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
     document: Mapped[str] = mapped_column(Text)
 
 

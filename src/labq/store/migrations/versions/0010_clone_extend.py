@@ -37,9 +37,7 @@ def upgrade() -> None:
     )
     with op.batch_alter_table("jobs") as batch:
         batch.add_column(sa.Column("cloned_from", sa.Integer(), nullable=True))
-        batch.create_foreign_key(
-            op.f("fk_jobs_cloned_from_jobs"), "jobs", ["cloned_from"], ["id"]
-        )
+        batch.create_foreign_key(op.f("fk_jobs_cloned_from_jobs"), "jobs", ["cloned_from"], ["id"])
         batch.create_index(op.f("ix_jobs_cloned_from"), ["cloned_from"], unique=False)
     with op.batch_alter_table("recipe_sets") as batch:
         batch.add_column(sa.Column("extended", sa.Integer(), nullable=False, server_default="0"))
