@@ -12,7 +12,7 @@ import click
 
 from labq import __version__
 from labq.client import DEFAULT_URL
-from labq.commands import Session
+from labq.commands import Session, clones, extend, watch  # noqa: F401 - they add to `job`
 from labq.commands.filter import filter_group, queue
 from labq.commands.jobs import job
 from labq.commands.labs import lab
