@@ -6,7 +6,7 @@ from fastapi import FastAPI
 from fastapi.responses import RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
-from labq.web import agents, job_actions, jobs, labs, login, queue, runs, systems, trends
+from labq.web import agents, job_actions, job_verbs, jobs, labs, login, queue, runs, systems, trends
 from labq.web.rendering import PREFIX, STATIC
 
 
@@ -16,6 +16,7 @@ def install(app: FastAPI) -> None:
         login.router,
         jobs.router,
         job_actions.router,
+        job_verbs.router,
         runs.router,
         systems.router,
         queue.router,
