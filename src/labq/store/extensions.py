@@ -108,5 +108,9 @@ class ExtensionStore(StoreBase):
 
     def current_max_time(self, set_id: int) -> int | None:
         """A set's max_time with its extensions (None: it has none, or no such set)."""
-        stmt = select(RecipeSets.max_time + RecipeSets.extended).where(RecipeSets.id == set_id)
-        return self.conn.execute(stmt).scalar_one_or_none()
+        # added here, not in SQL: the sum may pass what an ``integer`` holds
+        stmt = select(RecipeSets.max_time, RecipeSets.extended).where(RecipeSets.id == set_id)
+        row = self.conn.execute(stmt).one_or_none()
+        if row is None or row.max_time is None:
+            return None
+        return int(row.max_time) + int(row.extended)
