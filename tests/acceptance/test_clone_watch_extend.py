@@ -63,6 +63,7 @@ def test_a_clone_of_a_finished_job_runs_again_and_links_back(server, tmp_path):
     shown = json.loads(cli(env, "job", "show", "2", "--json").stdout)
     assert (shown["cloned_from"], shown["whiteboard"], shown["state"]) == (1, "again", "completed")
     assert client.get("/jobs/1").json()["cloned_from"] is None
+    assert "cloned_from: 1" in cli(env, "job", "show", "2").stdout.splitlines()
 
     as_json = cli(env, "job", "clone", "1", "--json")
     assert json.loads(as_json.stdout)["cloned_from"] == 1
