@@ -11,7 +11,9 @@ from labq.api import (
     agent,
     agents,
     bulk,
+    clones,
     errors,
+    extend,
     filters,
     health,
     jobs,
@@ -80,6 +82,8 @@ def create_app(
         bulk.router,  # before jobs: /jobs/cancel is no job id
         jobs.router,
         logtail.router,
+        clones.router,
+        extend.router,
         runs.router,
         queue.router,
         locks.router,

@@ -107,7 +107,7 @@ def submit_job(
     spec = pin_ref(parse_job(text, source="job", fmt=chosen, limits=limits))
     check_tag(job_tag(spec.metadata, app.settings.retention.default), app.settings.retention.tags)
     with transaction(app.engine) as repo:
-        job_id = store_job(repo, caller, spec, chosen, now=app.clock())
+        job_id = store_job(repo, caller, spec, chosen, now=app.clock(), source=text)
     tell(lambda: app.events.job_submitted(job_id))
     return {"id": job_id, "format": chosen, "url": f"/api/v1/jobs/{job_id}"}
 
@@ -120,13 +120,19 @@ def store_job(
     *,
     now: datetime,
     run_id: int | None = None,
+    source: str | None = None,
 ) -> int:
-    """Store one parsed job for ``caller`` with every check a submission passes."""
+    """Store one parsed job for ``caller`` with every check a submission passes.
+
+    ``source`` is the document it was parsed from, kept verbatim for ``clone``.
+    """
     user = repo.get_user(caller.name)
     group = spec.group
     if group is not None and group in repo.list_groups() and not user.member_of(group):
         raise ApiError(403, f"{user.name!r} is not a member of group {group!r}", place="group")
     job_id = repo.submit_job(spec, owner=user.name, now=now, source_format=fmt, run_id=run_id)
+    if source is not None:
+        repo.keep_source(job_id, source)
     admit_job(repo, job_id, spec)  # dependencies stored; a reject rule refuses it
     # a set no system can ever run is refused, and the transaction stores nothing
     refuse_unrunnable(spec, repo.list_systems(), repo.load_access_policy())

@@ -79,7 +79,7 @@ def submit_run(body: RunBody, app: StateDep, caller: UserDep) -> dict[str, Any]:
     with transaction(app.engine) as repo:
         run_id = repo.create_run(body.name, owner=caller.name, now=now, meta=body.metadata)
         ids = [
-            _store_named(repo, caller, doc.name, spec, fmt, now=now, run_id=run_id)
+            _store_named(repo, caller, doc.name, spec, fmt, doc.document, now=now, run_id=run_id)
             for doc, (spec, fmt) in zip(body.jobs, specs, strict=True)
         ]
     for job_id in ids:
@@ -93,13 +93,14 @@ def _store_named(
     name: str,
     spec: JobSpec,
     fmt: str,
+    document: str,
     *,
     now: datetime,
     run_id: int,
 ) -> int:
     """``store_job``, its refusals naming the document they are about."""
     try:
-        return store_job(repo, caller, spec, fmt, now=now, run_id=run_id)
+        return store_job(repo, caller, spec, fmt, now=now, run_id=run_id, source=document)
     except ApiError as exc:
         raise ApiError(exc.status, f"{name}: {exc.message}", place=exc.place) from None
     except InputError as exc:

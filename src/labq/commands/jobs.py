@@ -166,7 +166,19 @@ def show_job(ctx: click.Context, job_id: int, as_json: bool) -> None:
     found = api(ctx).get(f"/jobs/{job_id}")
 
     def render(d: dict[str, Any]) -> Any:
-        head = fields(d, ["id", "owner", "group", "whiteboard", "state", "result", "submitted_at"])
+        head = fields(
+            d,
+            [
+                "id",
+                "owner",
+                "group",
+                "whiteboard",
+                "state",
+                "result",
+                "submitted_at",
+                "cloned_from",
+            ],
+        )
         rows = [
             [
                 s["id"],

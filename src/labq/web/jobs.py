@@ -38,6 +38,8 @@ NOTES: Final = {
     "priority": "The priority of the sets that still wait was changed.",
     "no-waiting-sets": "No set of this job still waits, so no priority changed.",
     "submitted": "The job was submitted.",
+    "cloned": "The job was submitted, a clone of the one it links back to.",
+    "extended": "The max_time of the job's running sets was extended.",
 }
 
 
@@ -80,6 +82,17 @@ class JobPage:
         """Sets that have neither started nor ended: their priority may still change."""
         return [
             b.rset for b in self.sets if b.rset.started_at is None and b.rset.finished_at is None
+        ]
+
+    @property
+    def running_timed_sets(self) -> list[RecipeSetView]:
+        """Running sets with a max_time: what ``extend`` moves."""
+        return [
+            b.rset
+            for b in self.sets
+            if b.rset.started_at is not None
+            and b.rset.finished_at is None
+            and b.rset.spec.max_time is not None
         ]
 
 
