@@ -64,6 +64,8 @@ from typing import Any
 import httpx
 from sqlalchemy import create_engine, make_url, select, text
 
+from labq.store.tables import Recipes, RecipeSets
+
 PG_URL = os.environ.get("LABQ_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 HEARTBEAT_EVERY = 2.0
 RUN_BATCH = 500  # jobs per submitted run
@@ -536,8 +538,6 @@ def drive(
 
 def queued_sets(db_url: str) -> int:
     """Sets not started yet: the queue the agents still had before them."""
-    from labq.store.tables import RecipeSets
-
     engine = create_engine(db_url)
     with engine.connect() as conn:
         stmt = select(RecipeSets.id).where(
@@ -550,8 +550,6 @@ def queued_sets(db_url: str) -> int:
 
 def started_at(db_url: str, ids: list[int]) -> dict[int, float]:
     """When each set was started by the scheduler, as a wall-clock timestamp."""
-    from labq.store.tables import RecipeSets
-
     engine = create_engine(db_url)
     out: dict[int, float] = {}
     with engine.connect() as conn:
@@ -568,8 +566,6 @@ def started_at(db_url: str, ids: list[int]) -> dict[int, float]:
 
 def finished(db_url: str, ids: list[int]) -> int:
     """How many of ``ids`` ended with every recipe completed."""
-    from labq.store.tables import RecipeSets, Recipes
-
     engine = create_engine(db_url)
     with engine.connect() as conn:
         stmt = select(Recipes.recipe_set_id, Recipes.state).where(Recipes.recipe_set_id.in_(ids))
