@@ -470,6 +470,11 @@ def raw_write_rate(db_url: str) -> float:
 # --- the run --------------------------------------------------------------------------
 
 
+def say(text: str) -> None:
+    """Progress, on stderr (the summary goes to stdout)."""
+    print(f"{time.strftime('%H:%M:%S')} {text}", file=sys.stderr, flush=True)
+
+
 def run(options: Options) -> dict[str, Any]:
     """One whole run; the summary (see the module's docstring)."""
     with tempfile.TemporaryDirectory(prefix="labq-bench-agents-") as tmp:
@@ -477,11 +482,14 @@ def run(options: Options) -> dict[str, Any]:
         with database(options.db, root) as db_url:
             max_conn = max(1000, 2 * options.agents * (options.systems + 4))
             with serving(db_url, root, max_conn) as server:
+                say(f"server up at {server.url}; {options.agents} labs, agents and jobs")
                 began = time.perf_counter()
                 tokens = populate(server, options)
                 setup = time.perf_counter() - began
+                say(f"set up in {setup:.0f} s; the references")
                 reference = health_reference(server)
                 reference["raw_rows_per_s"] = raw_write_rate(db_url)
+                say(f"{options.agents} agents: {options.warmup:.0f} s warm-up, then the window")
                 summary = drive(server, db_url, tokens, options, root)
         summary.update(reference, setup_s=setup)
     return summary
@@ -512,6 +520,7 @@ def drive(
         cpu1 = (cpu_seconds([server.pid]), cpu_seconds(db_pids, tree=False))
         agents1 = cpu_seconds(agent_pids)
         queued = queued_sets(db_url)
+        say("window over; the agents finish their sets")
     finally:
         stop.set()
         for proc in procs:
@@ -700,6 +709,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="4 agents × 5 sets, 10 s")
     parser.add_argument("--json", help="also write the summary to this file")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # stop the server and drop the database
     options = Options(
         agents=args.agents,
         systems=args.systems,
