@@ -9,7 +9,6 @@ what it measures is there.
 from __future__ import annotations
 
 import pytest
-
 from bench.agents import Options, run
 
 
