@@ -37,7 +37,8 @@ After WARMUP seconds, over a window of SECONDS:
   batched-write rate (as ``bench/persistence.py`` measures it) is printed too.
 
 Every claimed set must end (the agents drain their sets after the window);
-the summary says how many did, and whether the queue ever ran dry.
+the summary says how many did, and how many sets were still queued at the
+window's end (0: the queue may have run dry, and ``sets/s`` undercounts: raise ``--jobs``).
 """
 
 from __future__ import annotations
