@@ -18,7 +18,7 @@ from labq.api.auth import require_job_change
 from labq.api.deps import StateDep, UserDep
 from labq.api.errors import ApiError
 from labq.api.events import tell
-from labq.api.feasibility import refuse_unrunnable
+from labq.api.feasibility import Fleet, refuse_unrunnable
 from labq.api.filters import admit_job
 from labq.api.jobviews import job_json, job_summary, log_files, log_reader, results_json
 from labq.api.junit import junit_xml
@@ -121,10 +121,12 @@ def store_job(
     now: datetime,
     run_id: int | None = None,
     source: str | None = None,
+    fleet: Fleet | None = None,
 ) -> int:
     """Store one parsed job for ``caller`` with every check a submission passes.
 
-    ``source`` is the document it was parsed from, kept verbatim for ``clone``.
+    ``source`` is the document it was parsed from, kept verbatim for ``clone``; ``fleet``
+    the systems to check it against, when the caller loaded them (the jobs of a run).
     """
     user = repo.get_user(caller.name)
     group = spec.group
@@ -135,7 +137,9 @@ def store_job(
         repo.keep_source(job_id, source)
     admit_job(repo, job_id, spec)  # dependencies stored; a reject rule refuses it
     # a set no system can ever run is refused, and the transaction stores nothing
-    refuse_unrunnable(spec, repo.list_systems(), repo.load_access_policy())
+    if fleet is None:
+        fleet = Fleet.of(repo.list_systems(), repo.load_access_policy())
+    refuse_unrunnable(spec, fleet)
     return job_id
 
 
