@@ -12,10 +12,14 @@ import click
 
 from labq import __version__
 from labq.client import DEFAULT_URL
-from labq.commands import (
+from labq.commands import (  # noqa: F401 - they add to `job`
     Session,
-    sysadmin,  # noqa: F401  (attaches to ``system``)
+    clones,
+    extend,
+    sysadmin,
+    watch,
 )
+from labq.commands import bulk as _bulk  # noqa: F401 - adds job cancel and priority
 from labq.commands import reservations as _reservations  # noqa: F401 - attaches its commands
 from labq.commands.filter import filter_group, queue
 from labq.commands.jobs import job

@@ -91,6 +91,6 @@ def test_the_queue_says_where_each_set_stands_and_why(run, tmp_path) -> None:
     assert (row["spv"], row["age_ticks"]) == (0.0, 0)
     assert row["waits_for"] == "the queue of lab1 is paused"
     table = run("queue").stdout
-    for heading in ("spv", "weight", "age (ticks)", "waits for"):
+    for heading in ("owner", "spv", "weight", "waited (ticks)", "whiteboard", "reason"):
         assert heading in table
     assert "the queue of lab1 is paused" in table

@@ -51,8 +51,12 @@ CHECKS = [
 
 # Well-shaped but refused with 422 for a reason beyond JSON Schema: a job document's (or a
 # run's) meaning, a lock level from the settings, a filter predicate's syntax, "until or for_s",
-# an inventory's time of last inventory (ISO 8601), a usage window's since before its until.
+# an inventory's time of last inventory (ISO 8601), a usage window's since before its until,
+# a bulk change naming no job and no filter, a webhook URL that is not http(s) with a host.
 SEMANTIC_422 = {
+    ("POST", "/api/v1/webhooks"),
+    ("POST", "/api/v1/jobs/cancel"),
+    ("POST", "/api/v1/jobs/priority"),
     ("GET", "/api/v1/usage"),
     ("GET", "/api/v1/sim/export"),
     ("PATCH", "/api/v1/systems/{fqdn}"),

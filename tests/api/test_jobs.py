@@ -149,6 +149,8 @@ def test_show_and_results(lab: Lab) -> None:
 def test_queue_reads_the_scheduler(lab: Lab) -> None:
     from labq.api import QueueRow
 
+    for _ in range(3):
+        submit(lab, "alice", whiteboard="smoke")
     lab.events.rows = [
         QueueRow(7, 3, 1, "high", "normal", 12.5, "none", None, 4.0, 2.0, 15, "a running slot")
     ]
@@ -167,6 +169,15 @@ def test_queue_reads_the_scheduler(lab: Lab) -> None:
                 "weight": 2.0,
                 "age_ticks": 15,
                 "waits_for": "a running slot",
+                "reason": "",
+                "state": "queued",
+                "labs": [],
+                "owner": "alice",
+                "group": None,
+                "whiteboard": "smoke",
+                "run": None,
             }
         ]
     }
+    assert lab.get("/queue", owner="bob").json() == {"queue": []}
+    assert len(lab.get("/queue", whiteboard="SM*").json()["queue"]) == 1

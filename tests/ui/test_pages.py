@@ -260,6 +260,8 @@ def test_jobs_filter_by_owner_group_and_state_and_come_in_pages(lab: Lab) -> Non
 
 
 def test_the_queue_shows_each_row_and_why_it_waits(lab: Lab) -> None:
+    for n in range(1, 5):
+        submit(lab, "alice" if n != 4 else "bob", whiteboard=f"wb {n}")
     lab.events.rows = [
         QueueRow(7, 3, 1, "high", "urgent", 95.0, "holding 1 of 2 in lab1", "lab1",
                  spv=4.0, weight=2.5, age_ticks=3, waits_for="job 2 to finish"),
@@ -271,11 +273,17 @@ def test_the_queue_shows_each_row_and_why_it_waits(lab: Lab) -> None:
         cells = [
             re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", page)
         ]
-        assert cells[:12] == [
-            "1", "RS:7", "J:3", "lab1", "high", "urgent", "4.0", "2.50", "1 min 35 s", "3",
-            "holding 1 of 2 in lab1", "job 2 to finish",
+        assert cells[:14] == [
+            "1", "RS:7", "J:3", "alice", "wb 3", "lab1", "high", "urgent", "4.0", "2.50",
+            "1 min 35 s", "3", "holding 1 of 2 in lab1", "job 2 to finish",
         ]  # fmt: skip
-        assert cells[12:17] == ["2", "RS:9", "J:4", "any", "none"]
+        assert cells[14:21] == ["2", "RS:9", "J:4", "bob", "wb 4", "any", "none"]
+    only_bob = lab.client.get(f"{UI}/queue?owner=bob&whiteboard=WB*").text
+    assert re.findall(r"J:(\d+)</a>", only_bob) == ["4"]
+    assert 'data-live="/ui/queue/live?owner=bob&amp;whiteboard=WB%2A"' in only_bob
+    assert "No waiting set matches" in lab.client.get(f"{UI}/queue/live?owner=carol").text
+    jobs = lab.client.get(f"{UI}/jobs?whiteboard=wb%203").text
+    assert re.findall(r'<td><a href="/ui/jobs/(\d+)"', jobs) == ["3"]
 
 
 def test_pages_about_systems_labs_pools_and_charts_read(lab: Lab) -> None:

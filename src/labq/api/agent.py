@@ -140,7 +140,7 @@ async def claim(request: Request, state: StateDep, me: AgentDep, body: ClaimBody
     deadline = time.monotonic() + body.wait
     bell = state.bell
     while True:
-        with bell.listening() as rung:
+        with bell.listening(me.labs) as rung:
             work = await run_in_threadpool(
                 remote.claim_work,
                 state.engine,

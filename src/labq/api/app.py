@@ -10,7 +10,10 @@ from sqlalchemy import Engine
 from labq.api import (
     agent,
     agents,
+    bulk,
+    clones,
     errors,
+    extend,
     filters,
     health,
     jobs,
@@ -76,8 +79,11 @@ def create_app(
         people.users,
         people.groups,
         people.tokens,
+        bulk.router,  # before jobs: /jobs/cancel is no job id
         jobs.router,
         logtail.router,
+        clones.router,
+        extend.router,
         runs.router,
         queue.router,
         locks.router,

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
@@ -37,6 +37,9 @@ class QueueRow:
     weight: float = 0.0  # spv after aging; lower goes first among equal priorities
     age_ticks: int = 0  # age in queue ticks (``queue.tick`` seconds each)
     waits_for: str | None = None  # what makes it ineligible now (a dependency, a filter, …)
+    reason: str = ""  # what it waits for in plain words, never empty (waits_for, or systems)
+    state: str = "queued"  # its least advanced recipe's state
+    labs: tuple[str, ...] = ()  # where systems matching its recipes are (not yet placed)
 
 
 class Events(Protocol):
@@ -136,29 +139,37 @@ class WorkBell:
     """Rings when the scheduler starts sets for lab agents: wakes long-polling claims at once.
 
     A claim listens *before* it looks for work, so a ring between its look and
-    its wait is not lost. Rung from any thread; waited on in the API's event loop.
+    its wait is not lost. A ring names the lab whose set started, and wakes only
+    the claims of agents serving it: with many agents waiting, waking them all
+    for every start made each of them look for work it could not have.
+    Rung from any thread; waited on in the API's event loop.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
+        self._waiters: dict[
+            tuple[asyncio.AbstractEventLoop, asyncio.Event], frozenset[str] | None
+        ] = {}
 
-    def ring(self) -> None:
-        """Wake every waiting claim."""
+    def ring(self, lab: str | None = None) -> None:
+        """Wake the waiting claims for ``lab`` (None: every waiting claim)."""
         with self._lock:
-            waiters = list(self._waiters)
+            waiters = [
+                w for w, labs in self._waiters.items() if lab is None or labs is None or lab in labs
+            ]
         for loop, event in waiters:
             with contextlib.suppress(RuntimeError):  # its loop has closed
                 loop.call_soon_threadsafe(event.set)
 
     @contextmanager
-    def listening(self) -> Iterator[asyncio.Event]:
-        """An event set by the next ring (use inside the event loop)."""
+    def listening(self, labs: Iterable[str] | None = None) -> Iterator[asyncio.Event]:
+        """An event set by the next ring for one of ``labs`` (None: any ring); use it
+        inside the event loop."""
         waiter = (asyncio.get_running_loop(), asyncio.Event())
         with self._lock:
-            self._waiters.add(waiter)
+            self._waiters[waiter] = None if labs is None else frozenset(labs)
         try:
             yield waiter[1]
         finally:
             with self._lock:
-                self._waiters.discard(waiter)
+                self._waiters.pop(waiter, None)

@@ -10,6 +10,7 @@ for now is stored, and waits.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Final
 
 from labq.api.errors import ApiError
@@ -23,11 +24,25 @@ SHOWN: Final = 8  # systems named in a refusal; more are counted
 Known = tuple[System, Facts]
 
 
-def refuse_unrunnable(spec: JobSpec, systems: Sequence[System], policy: AccessPolicy) -> None:
-    """Raise a 422 naming the first recipe set (or its recipe) no system can ever run."""
-    known = [(s, s.facts()) for s in systems]  # facts once per system, not per recipe
+@dataclass(frozen=True)
+class Fleet:
+    """The systems submissions are checked against, each with its facts, and who may use
+    them: made once for the jobs of a run, not once per job."""
+
+    known: tuple[Known, ...]
+    policy: AccessPolicy
+
+    @classmethod
+    def of(cls, systems: Sequence[System], policy: AccessPolicy) -> Fleet:
+        """The fleet of ``systems`` (their facts worked out once, not per recipe)."""
+        return cls(tuple((s, s.facts()) for s in systems), policy)
+
+
+def refuse_unrunnable(spec: JobSpec, fleet: Fleet) -> None:
+    """Raise a 422 naming the first recipe set (or its recipe) no system of ``fleet`` can
+    ever run."""
     for index, recipe_set in enumerate(spec.recipe_sets):
-        place, problem = _never_runs(recipe_set, known, spec.group, policy)
+        place, problem = _never_runs(recipe_set, fleet.known, spec.group, fleet.policy)
         if problem is not None:
             where = f"recipe_sets[{index}]" + (f".recipes[{place}]" if place is not None else "")
             raise ApiError(422, f"{where}: can never run: {problem}", place=where)

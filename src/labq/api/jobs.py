@@ -18,11 +18,12 @@ from labq.api.auth import require_job_change
 from labq.api.deps import StateDep, UserDep
 from labq.api.errors import ApiError
 from labq.api.events import tell
-from labq.api.feasibility import refuse_unrunnable
+from labq.api.feasibility import Fleet, refuse_unrunnable
 from labq.api.filters import admit_job
 from labq.api.jobviews import job_json, job_summary, log_files, log_reader, results_json
 from labq.api.junit import junit_xml
 from labq.api.openapi import answers
+from labq.api.rows import Glob, Text, job_row, reasons_by_job
 from labq.api.schemas import Body, Offset, PriorityLabel, Reason, RowId
 from labq.dispatch.workspace import RefError, resolve_ref
 from labq.domain.job import JobSpec
@@ -34,6 +35,7 @@ from labq.formats.loader import Format, detect_format, parse_job
 from labq.formats.source import decode_document
 from labq.store import Repository, reading, transaction
 from labq.store.listing import MAX_PAGE
+from labq.store.selection import JobQuery
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
 
@@ -105,7 +107,7 @@ def submit_job(
     spec = pin_ref(parse_job(text, source="job", fmt=chosen, limits=limits))
     check_tag(job_tag(spec.metadata, app.settings.retention.default), app.settings.retention.tags)
     with transaction(app.engine) as repo:
-        job_id = store_job(repo, caller, spec, chosen, now=app.clock())
+        job_id = store_job(repo, caller, spec, chosen, now=app.clock(), source=text)
     tell(lambda: app.events.job_submitted(job_id))
     return {"id": job_id, "format": chosen, "url": f"/api/v1/jobs/{job_id}"}
 
@@ -118,16 +120,26 @@ def store_job(
     *,
     now: datetime,
     run_id: int | None = None,
+    source: str | None = None,
+    fleet: Fleet | None = None,
 ) -> int:
-    """Store one parsed job for ``caller`` with every check a submission passes."""
+    """Store one parsed job for ``caller`` with every check a submission passes.
+
+    ``source`` is the document it was parsed from, kept verbatim for ``clone``; ``fleet``
+    the systems to check it against, when the caller loaded them (the jobs of a run).
+    """
     user = repo.get_user(caller.name)
     group = spec.group
     if group is not None and group in repo.list_groups() and not user.member_of(group):
         raise ApiError(403, f"{user.name!r} is not a member of group {group!r}", place="group")
     job_id = repo.submit_job(spec, owner=user.name, now=now, source_format=fmt, run_id=run_id)
+    if source is not None:
+        repo.keep_source(job_id, source)
     admit_job(repo, job_id, spec)  # dependencies stored; a reject rule refuses it
     # a set no system can ever run is refused, and the transaction stores nothing
-    refuse_unrunnable(spec, repo.list_systems(), repo.load_access_policy())
+    if fleet is None:
+        fleet = Fleet.of(repo.list_systems(), repo.load_access_policy())
+    refuse_unrunnable(spec, fleet)
     return job_id
 
 
@@ -151,21 +163,30 @@ def pin_ref(spec: JobSpec) -> JobSpec:
 def list_jobs(
     app: StateDep,
     _: UserDep,
-    owner: str | None = None,
-    group: str | None = None,
+    owner: Text = None,
+    group: Text = None,
     state: RecipeState | None = None,
+    whiteboard: Glob = None,
+    run: Text = None,
+    lab: Text = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
     offset: Offset = 0,
 ) -> dict[str, Any]:
-    """A page of jobs, newest first, and how many match in all."""
+    """A page of jobs, newest first, and how many match in all; waiting ones say why."""
+    query = JobQuery(owner, group, state, whiteboard, run, lab)
     with reading(app.engine) as repo:
-        total = repo.count_jobs(owner=owner, group=group, state=state)
-        page = repo.list_jobs(owner=owner, group=group, state=state, limit=limit, offset=offset)
+        total = repo.count_found(query)
+        page = repo.find_jobs(query, limit=limit, offset=offset)
+        runs = repo.run_names(j.id for j in page)
+    reasons = reasons_by_job(app.events.queue_view()) if page else {}
+    now = app.clock()
     return {
         "total": total,
         "limit": limit,
         "offset": offset,
-        "jobs": [job_summary(j) for j in page],
+        "jobs": [
+            {**job_summary(j), **job_row(j, now, runs.get(j.id), reasons.get(j.id))} for j in page
+        ],
     }
 
 

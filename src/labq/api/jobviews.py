@@ -31,6 +31,7 @@ def job_json(job: JobView) -> dict[str, Any]:
         "ref": ref,
         "depends": [d.to_native() for d in job.spec.depends],
         "metadata": job.spec.metadata,
+        "cloned_from": job.cloned_from,
         "current_sets": [s.id for s in job.current_sets],
         "sets": [_set_json(s) for s in job.sets],
     }
@@ -45,6 +46,7 @@ def _set_json(rset: RecipeSetView) -> dict[str, Any]:
         "max_retries": rset.spec.max_retries,
         "priority": rset.spec.priority.label,
         "max_time": rset.spec.max_time,
+        "extended": rset.extended,
         "locks": rset.spec.model_dump(mode="json")["locks"],
         "state": rset.state.value,
         "result": None if rset.result is None else rset.result.value,

@@ -17,6 +17,7 @@ from labq.api.auth import require_job_change
 from labq.api.deps import StateDep, UserDep
 from labq.api.errors import ApiError
 from labq.api.events import tell
+from labq.api.feasibility import Fleet
 from labq.api.jobs import CancelBody, pin_ref, store_job
 from labq.api.jobviews import job_summary
 from labq.api.openapi import answers
@@ -78,8 +79,12 @@ def submit_run(body: RunBody, app: StateDep, caller: UserDep) -> dict[str, Any]:
     now = app.clock()
     with transaction(app.engine) as repo:
         run_id = repo.create_run(body.name, owner=caller.name, now=now, meta=body.metadata)
+        # storing a job changes no system or pool: every job is checked against one load
+        fleet = Fleet.of(repo.list_systems(), repo.load_access_policy())
         ids = [
-            _store_named(repo, caller, doc.name, spec, fmt, now=now, run_id=run_id)
+            _store_named(
+                repo, caller, doc.name, spec, fmt, doc.document, now=now, run_id=run_id, fleet=fleet
+            )
             for doc, (spec, fmt) in zip(body.jobs, specs, strict=True)
         ]
     for job_id in ids:
@@ -93,13 +98,17 @@ def _store_named(
     name: str,
     spec: JobSpec,
     fmt: str,
+    document: str,
     *,
     now: datetime,
     run_id: int,
+    fleet: Fleet,
 ) -> int:
     """``store_job``, its refusals naming the document they are about."""
     try:
-        return store_job(repo, caller, spec, fmt, now=now, run_id=run_id)
+        return store_job(
+            repo, caller, spec, fmt, now=now, run_id=run_id, source=document, fleet=fleet
+        )
     except ApiError as exc:
         raise ApiError(exc.status, f"{name}: {exc.message}", place=exc.place) from None
     except InputError as exc:

@@ -10,6 +10,7 @@ import click
 
 from labq.commands import api, cell, json_option, show, table, when
 from labq.commands.jobs import queue as show_queue
+from labq.commands.jobs import queue_filters
 from labq.domain import filters
 from labq.errors import InputError
 
@@ -104,12 +105,13 @@ def delete(ctx: click.Context, filter_id: int, as_json: bool) -> None:
 
 
 @click.group("queue", invoke_without_command=True)
+@queue_filters
 @json_option
 @click.pass_context
-def queue(ctx: click.Context, as_json: bool) -> None:
+def queue(ctx: click.Context, /, as_json: bool, **filters: str | None) -> None:
     """The queued recipe sets in scheduling order; pause and resume a lab's queue."""
     if ctx.invoked_subcommand is None:
-        ctx.invoke(show_queue, as_json=as_json)
+        ctx.invoke(show_queue, as_json=as_json, **filters)
 
 
 @queue.command("pause")
@@ -173,16 +175,16 @@ def list_pauses(ctx: click.Context, as_json: bool) -> None:
     show(found, as_json, render)
 
 
-def parse_duration(text: str) -> float:
+def parse_duration(text: str, *, place: str = "--for") -> float:
     """``90s``, ``30m``, ``2h``, ``1d``, ``1h30m`` or plain seconds, as seconds."""
     spaced = text.strip().lower()
     parts = list(_DURATION.finditer(spaced))
     covered = "".join(m.group(0) for m in parts).replace(" ", "")
     if not parts or covered != spaced.replace(" ", ""):
-        raise InputError(f"{text!r} is not a duration (e.g. 90s, 30m, 2h, 1d)", place="--for")
+        raise InputError(f"{text!r} is not a duration (e.g. 90s, 30m, 2h, 1d)", place=place)
     seconds = sum(float(m.group(1)) * _UNIT[m.group(2)] for m in parts)
     if seconds <= 0:
-        raise InputError(f"{text!r} is not a duration longer than nothing", place="--for")
+        raise InputError(f"{text!r} is not a duration longer than nothing", place=place)
     return seconds
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
@@ -14,7 +15,6 @@ from labq.client import ServerError
 from labq.commands import api, cell, fields, json_option, show, table, when
 from labq.commands.junit import write_junit
 from labq.commands.logtail import print_log
-from labq.commands.pools import priority_label
 from labq.commands.runs import submit_run
 from labq.commands.waiting import follow
 from labq.domain.states import RecipeState
@@ -22,6 +22,7 @@ from labq.errors import LabqError
 from labq.formats.loader import FORMATS, Format, load_job
 from labq.formats.source import read_document
 
+WAITING_STATES: Final = ["new", "queued", "assigned", "scheduled"]
 CONTENT_TYPES: Final = {".xml": "application/xml", ".json": "application/json"}
 _SERVER_SOURCE = re.compile(r"^job:(\d+): ")
 
@@ -109,28 +110,31 @@ def _submit_one(ctx: click.Context, file: str, fmt: Format, wait: bool, as_json:
 @click.option(
     "--state", type=click.Choice([s.value for s in RecipeState]), default=None, help="Job state."
 )
+@click.option("--whiteboard", default=None, metavar="GLOB", help="Whiteboard (* and ? match).")
+@click.option("--run", "run_name", default=None, metavar="NAME", help="Only this run's jobs.")
+@click.option("--lab", default=None, help="Only jobs that started in this lab.")
 @click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
 @click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True)
 @json_option
 @click.pass_context
 def list_jobs(
     ctx: click.Context,
-    owner: str | None,
-    group: str | None,
-    state: str | None,
+    /,
     limit: int,
     offset: int,
     as_json: bool,
+    **filters: str | None,
 ) -> None:
-    """List jobs, newest first."""
-    params = {"owner": owner, "group": group, "state": state, "limit": limit, "offset": offset}
-    page = api(ctx).get("/jobs", params)
+    """List jobs, newest first: who, how long they waited and ran, what waiting ones wait for."""
+    params = {"run" if k == "run_name" else k: v for k, v in filters.items()}
+    page = api(ctx).get("/jobs", {**params, "limit": limit, "offset": offset})
 
     def render(data: dict[str, Any]) -> Any:
         jobs = data["jobs"]
         title = f"jobs {offset + 1}-{offset + len(jobs)} of {data['total']}" if jobs else "no jobs"
+        headers = ["id", "owner", "group", "state", "result", "submitted", "waited", "ran"]
         return table(
-            ["id", "owner", "group", "state", "result", "submitted", "whiteboard"],
+            [*headers, "run", "whiteboard", "reason"],
             [
                 [
                     j["id"],
@@ -139,7 +143,11 @@ def list_jobs(
                     j["state"],
                     j["result"],
                     when(j["submitted_at"]),
+                    _age(j["waited_s"]),
+                    _age(j["elapsed_s"]),
+                    j["run"],
                     j["whiteboard"],
+                    j["reason"],
                 ]
                 for j in jobs
             ],
@@ -158,7 +166,19 @@ def show_job(ctx: click.Context, job_id: int, as_json: bool) -> None:
     found = api(ctx).get(f"/jobs/{job_id}")
 
     def render(d: dict[str, Any]) -> Any:
-        head = fields(d, ["id", "owner", "group", "whiteboard", "state", "result", "submitted_at"])
+        head = fields(
+            d,
+            [
+                "id",
+                "owner",
+                "group",
+                "whiteboard",
+                "state",
+                "result",
+                "submitted_at",
+                "cloned_from",
+            ],
+        )
         rows = [
             [
                 s["id"],
@@ -189,17 +209,6 @@ def set_notes(sets: list[dict[str, Any]]) -> list[Text]:
         if rset["error"]:
             notes.append(Text(f"set {rset['id']}: {rset['error']}"))
     return notes
-
-
-@job.command("cancel")
-@click.argument("job_id", metavar="ID", type=int)
-@click.option("--reason", default=None, help="Why (kept with the job).")
-@json_option
-@click.pass_context
-def cancel(ctx: click.Context, job_id: int, reason: str | None, as_json: bool) -> None:
-    """Cancel every unfinished recipe of a job."""
-    done = api(ctx).post(f"/jobs/{job_id}/cancel", {"reason": reason} if reason else None)
-    show(done, as_json, lambda d: f"job {d['id']}: {d['cancelled']} recipe(s) cancelled")
 
 
 @job.command("results")
@@ -275,18 +284,6 @@ def logs(ctx: click.Context, job_id: int, path: str | None, follow: bool, as_jso
     show(listing, as_json, render)
 
 
-@job.command("priority")
-@click.argument("job_id", metavar="ID", type=int)
-@click.argument("level", metavar="LEVEL")
-@json_option
-@click.pass_context
-def priority(ctx: click.Context, job_id: int, level: str, as_json: bool) -> None:
-    """Change the priority of a job's waiting sets (raising it needs an admin)."""
-    label = priority_label(level, "LEVEL")
-    done = api(ctx).post(f"/jobs/{job_id}/priority", {"priority": label})
-    show(done, as_json, lambda d: f"job {d['id']}: {d['sets']} set(s) now {d['priority']}")
-
-
 def _duration(seconds: float) -> str:
     """A short age: 45s, 12m, 3h05m."""
     whole = round(seconds)
@@ -297,44 +294,67 @@ def _duration(seconds: float) -> str:
     return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
 
 
+def _age(seconds: float | None) -> str | None:
+    return None if seconds is None else _duration(seconds)
+
+
+def queue_filters(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``labq queue``'s filters (squeue's -u, -A, -p, -t; and whiteboard, run)."""
+    for option in reversed(
+        [
+            click.option("--owner", default=None, help="Only this user's sets."),
+            click.option("--group", default=None, help="Only this group's sets."),
+            click.option("--lab", default=None, help="Only sets held in, or able to run in, LAB."),
+            click.option(
+                "--state", type=click.Choice(WAITING_STATES), default=None, help="Set state."
+            ),
+            click.option("--whiteboard", default=None, metavar="GLOB", help="* and ? match."),
+            click.option("--run", "run_name", default=None, metavar="NAME", help="A run's sets."),
+        ]
+    ):
+        command = option(command)
+    return command
+
+
 @click.command()
+@queue_filters
 @json_option
 @click.pass_context
-def queue(ctx: click.Context, as_json: bool) -> None:
-    """The queued recipe sets in scheduling order, with what decides each place."""
-    rows = api(ctx).get("/queue")
+def queue(ctx: click.Context, /, as_json: bool, **filters: str | None) -> None:
+    """The queued recipe sets in scheduling order: whose, how long waited, what they wait for."""
+    params = {"run" if k == "run_name" else k: v for k, v in filters.items()}
+    rows = api(ctx).get("/queue", params)
 
     def render(d: dict[str, Any]) -> Any:
-        headers = [
-            "#",
-            "set",
-            "job",
-            "effective",
-            "nominal",
-            "spv",
-            "weight",
-            "age (ticks)",
-            "hold",
-            "waits for",
-        ]
+        headers = ["#", "set", "job", "owner", "priority", "spv", "weight", "waited (ticks)"]
         return table(
-            headers,
+            [*headers, "hold", "whiteboard", "reason"],
             [
                 [
                     r["position"],
                     r["set_id"],
                     r["job_id"],
-                    r["effective"] or "no pool",
-                    r["nominal"],
+                    r["owner"],
+                    _priority(r),
                     f"{r['spv']:g}",
                     f"{r['weight']:.2f}",
                     f"{_duration(r['age_s'])} ({r['age_ticks']})",
                     r["hold"],
-                    r["waits_for"] or "its turn",
+                    r["whiteboard"],
+                    r["reason"] or r["waits_for"],
                 ]
                 for r in d["queue"]
             ],
-            title=None if d["queue"] else "the queue is empty",
+            title=None if d["queue"] else "no set waits" + (" (filtered)" if params else ""),
         )
 
     show(rows, as_json, render)
+
+
+def _priority(row: dict[str, Any]) -> str:
+    """``normal``, or ``high (capped medium)`` when pools cap it, ``high (no pool)``."""
+    if row["effective"] is None:
+        return f"{row['nominal']} (no pool)"
+    if row["effective"] != row["nominal"]:
+        return f"{row['nominal']} (capped {row['effective']})"
+    return str(row["nominal"])

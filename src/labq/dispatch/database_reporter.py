@@ -157,17 +157,19 @@ class DatabaseReporter:
                 message=message,
             )
 
-    def heartbeat(self) -> None:
+    def heartbeat(self) -> float | None:
         """Record that this supervisor is alive; the database may answer "stop" or "gone".
 
-        A heartbeat that cannot get through is retried at the next beat; after
-        ``lease`` seconds without one the set is given up as lost.
+        Answers the set's max_time with its extensions, as stored now. A heartbeat
+        that cannot get through is retried at the next beat; after ``lease`` seconds
+        without one the set is given up as lost.
         """
         if self.lost.is_set():
-            return
+            return None
         try:
             with transaction(self.engine) as repo:
                 beat = repo.heartbeat(self.set_id, now=self.clock(), claim=self.claim)
+                max_time = repo.current_max_time(self.set_id)
         except Exception:
             if self.lease is not None and self.monotonic() - self._last_beat > self.lease:
                 self._lose()
@@ -178,6 +180,7 @@ class DatabaseReporter:
         elif beat is Beat.STOP:
             self.stop_requested = True
             self.cancel.set()
+        return None if max_time is None else float(max_time)
 
     def log(self, message: str) -> None:
         """Nothing to store: the runner already wrote it to ``supervisor.log``."""

@@ -122,10 +122,9 @@ def apply_reports(
     with transaction(engine) as repo:
         repo.guard_agent_claim(set_id, claim, agent.id)
         seq = repo.report_seq(set_id)
-        view = repo.get_recipe_set(set_id)
-        started = view.started_at or now
-        recipes = {r.id: r.system for r in view.recipes}
-        tasks = {t.id for r in view.recipes for t in r.tasks}
+        context = repo.report_context(set_id)
+        started = context.started_at or now
+        recipes, tasks = context.recipes, context.tasks
         root = set_log_dir(data_dir, set_id)
         for event in ordered:
             number = _int(event, "seq")
@@ -151,7 +150,7 @@ def _apply(
     event: Mapping[str, Any],
     at: datetime,
     recipes: Mapping[int, str | None],
-    tasks: set[int],
+    tasks: frozenset[int],
     root: Path,
 ) -> None:
     kind = event.get("kind")
@@ -200,13 +199,13 @@ def _recipe_state(
     if state is RecipeState.WAITING and fqdn is not None:
         repo.set_log_dir(recipe, str(root / relative_log(fqdn)))
     if state.is_final:
-        stored = next(r for r in repo.get_recipe_set(set_id).recipes if r.id == recipe)
-        results: list[Result | None] = [t.result for t in stored.tasks if t.result is not None]
+        stored = repo.task_results(recipe)
+        results: list[Result | None] = [Result(r) for r in stored if r is not None]
         if state is not RecipeState.COMPLETED:
             results.append(Result.WARN)
         repo.set_recipe_result(recipe, worst_result(results))
     if state is RecipeState.CANCELLED:
-        stop = repo.get_recipe_set(set_id).stop_reason
+        stop = repo.stop_reason(set_id)
         text = stop or text
         state = RecipeState.CANCELLED if stop is None else stopped_state(stop)
     repo.move_recipe(recipe, state, now=at, reason=text)

@@ -42,8 +42,13 @@ class Reporter(Protocol):
         """A task ended (``exit_code`` None: it never ran, or nothing reported one)."""
         ...
 
-    def heartbeat(self) -> None:
-        """The supervisor is alive; called every ``heartbeat_every`` seconds."""
+    def heartbeat(self) -> float | None:
+        """The supervisor is alive; called every ``heartbeat_every`` seconds.
+
+        May answer the set's max_time as it stands now (seconds from when the set
+        took its locks): an extension (``labq job extend``) moves the deadline at
+        once. None: no news, the deadline stays.
+        """
         ...
 
     def log(self, message: str) -> None:

@@ -186,7 +186,9 @@ class _SetRun:
         self.stop_reason = ""
         self.recipes: list[_Recipe] = []
         self.workspace_dir: Path | None = None
-        self.deadline: float | None = None
+        # the deadline is ``began + max_time``; a heartbeat's answer may move max_time
+        self.began: float | None = None
+        self.max_time: float | None = plan.max_time
         self.take_locks: Callable[[], Outcome] | None = None
         self.lost: threading.Event | None = None
         self.steps = StepGate({})
@@ -201,8 +203,7 @@ class _SetRun:
         try:
             self.reporter.log(f"set {self.plan.id} of job {self.plan.job_id} starts")
             locked = self._wait_for_locks()  # max_time counts from when it has them
-            if self.plan.max_time is not None:
-                self.deadline = self.clock() + self.plan.max_time
+            self.began = self.clock()
             if locked and self._prepare():
                 self._check_limits()
                 if not self.stop.is_set():
@@ -347,9 +348,13 @@ class _SetRun:
             self._request_stop(StopKind.LOST, "the set is no longer this supervisor's")
         if self.cancel is not None and self.cancel.is_set():
             self._request_stop(StopKind.CANCEL, "cancelled")
-        if self.deadline is not None and self.clock() >= self.deadline:
-            assert self.plan.max_time is not None
-            self._request_stop(StopKind.MAX_TIME, f"exceeded max_time of {self.plan.max_time:g} s")
+        max_time = self.max_time
+        if (
+            self.began is not None
+            and max_time is not None
+            and self.clock() >= self.began + max_time
+        ):
+            self._request_stop(StopKind.MAX_TIME, f"exceeded max_time of {max_time:g} s")
 
     def _request_stop(self, kind: StopKind, reason: str) -> None:
         with self._stop_lock:
@@ -363,9 +368,16 @@ class _SetRun:
 
     def _beat(self, done: threading.Event) -> None:
         while True:
-            self.reporter.heartbeat()
+            self._hear_max_time(self.reporter.heartbeat())
             if done.wait(self.heartbeat_every):
                 return
+
+    def _hear_max_time(self, heard: float | None) -> None:
+        """A heartbeat's answer moved the set's max_time (extended): keep to the new one."""
+        if heard is None or heard <= 0 or heard == self.max_time or self.plan.max_time is None:
+            return  # a set without a max_time never gets one
+        self.max_time = heard
+        self.reporter.log(f"the set's max_time is now {heard:g} s")
 
     # -- per recipe -----------------------------------------------------------
 

@@ -10,13 +10,16 @@ applies the same limits.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Annotated
+from typing import Annotated, Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from labq.domain.job import JobSpec
 from labq.errors import InputError
 from labq.formats.source import MAX_DEPTH, MAX_DOCUMENT_BYTES
+
+DEFAULT_EXTEND: Final = 24 * 3600  # a day more, as Beaker's admins often allow
+MAX_EXTEND: Final = 2**31 - 1  # what an ``integer`` column holds
 
 
 class Limits(BaseModel):
@@ -30,6 +33,8 @@ class Limits(BaseModel):
     sets_per_job: Annotated[int, Field(ge=1)] = 100
     recipes_per_set: Annotated[int, Field(ge=1)] = 50
     tasks_per_recipe: Annotated[int, Field(ge=1)] = 500
+    # how far a running set's max_time may be extended in all (``labq job extend``), seconds
+    max_extend: Annotated[int, Field(ge=0, le=MAX_EXTEND)] = DEFAULT_EXTEND
 
 
 def check_counts(spec: JobSpec, limits: Limits, *, source: str) -> None:

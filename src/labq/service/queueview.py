@@ -7,13 +7,16 @@ from datetime import datetime
 from labq.api.events import QueueRow
 from labq.domain.model import EVERYBODY
 from labq.domain.priority import Priority
+from labq.domain.states import RecipeState
 from labq.scheduler.core import Scheduler
 from labq.scheduler.entries import SetEntry
 from labq.scheduler.order import age_of, aged_priority, predictive_weight
+from labq.scheduler.turn import turn_reason
 from labq.service.shortage import Shortages, shortage
 from labq.store import epoch
 
 Caps = dict[tuple[str, str], Priority | None]
+_STEPS = list(RecipeState)  # a set is as far as its least advanced recipe
 
 
 def rows(core: Scheduler, now: datetime) -> list[QueueRow]:
@@ -57,6 +60,7 @@ def _row(
     effective = None if cap is None else min(nominal, cap).label
     placed = len(entry.placed())
     hold = f"holding {placed} of {len(entry.recipes)} in {entry.lab}" if placed else "none"
+    waits_for = core.waits_for(entry) or shortage(core, entry, short)
     return QueueRow(
         set_id=entry.id,
         job_id=entry.job,
@@ -69,8 +73,22 @@ def _row(
         spv=round(entry.spv, 3),
         weight=round(weight, 3),
         age_ticks=age_of(entry, at, core.config),
-        waits_for=core.waits_for(entry) or shortage(core, entry, short),
+        waits_for=waits_for,
+        reason=waits_for or turn_reason(core, entry, at),
+        state=min((r.state for r in entry.recipes), key=_STEPS.index).value,
+        labs=_labs(core, entry),
     )
+
+
+def _labs(core: Scheduler, entry: SetEntry) -> tuple[str, ...]:
+    """The labs with a system for each of its classes (``queue --lab`` keeps those)."""
+    if entry.lab is not None:
+        return (entry.lab,)
+    found: set[str] | None = None
+    for klass in entry.demands():
+        labs = {core.systems[f].lab for f in core.index.systems_of.get(klass, ())}
+        found = labs if found is None else found & labs
+    return tuple(sorted(found or ()))
 
 
 def _best_cap(core: Scheduler, entry: SetEntry, caps: Caps) -> Priority | None:

@@ -64,8 +64,9 @@ class LabRouter:
     def start(self, set_id: int, claim: str) -> object:
         """Launch a local supervisor, or ring the bell for the set's lab's agents."""
         agents = self.agent_labs()
-        if agents and self._lab_of(set_id) in agents:
-            self.bell.ring()
+        lab = self._lab_of(set_id) if agents else None
+        if lab is not None and lab in agents:
+            self.bell.ring(lab)
             return None
         return self.local.start(set_id, claim)
 

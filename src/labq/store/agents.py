@@ -26,11 +26,21 @@ from sqlalchemy import insert, select, update
 
 from labq.errors import ClaimLost, ConflictError, InputError, NotFoundError
 from labq.store.supervisors import Beat, SupervisorStore
-from labq.store.tables import Agents, Labs, RecipeSets
+from labq.store.tables import Agents, Labs, Recipes, RecipeSets, Systems, Tasks
 from labq.store.tokens import digest_of
 
 AGENT_PREFIX: Final = "lqa_"
 AGENT_HOST: Final = "agent "  # supervisor_host of a set an agent claimed: "agent <name>"
+
+
+@dataclass(frozen=True)
+class ReportContext:
+    """What applying an agent's reports needs of its set: no more than that (a report call
+    is the agent protocol's most frequent, and the whole set view costs several times it)."""
+
+    started_at: datetime | None
+    recipes: dict[int, str | None]  # recipe id -> its system's FQDN
+    tasks: frozenset[int]
 
 
 @dataclass(frozen=True)
@@ -300,6 +310,36 @@ class AgentStore(SupervisorStore):
             .where(RecipeSets.id == set_id)
         )
         return self.conn.execute(stmt).scalar_one_or_none()
+
+    def report_context(self, set_id: int) -> ReportContext:
+        """The set's start, its recipes' systems and its task ids (NotFoundError: no set)."""
+        started = self.conn.execute(
+            select(RecipeSets.started_at).where(RecipeSets.id == set_id)
+        ).one_or_none()
+        if started is None:
+            raise NotFoundError(f"no recipe set {set_id}")
+        recipes = self.conn.execute(
+            select(Recipes.id, Systems.fqdn)
+            .outerjoin(Systems, Systems.id == Recipes.system_id)
+            .where(Recipes.recipe_set_id == set_id)
+        ).all()
+        tasks = self.conn.execute(
+            select(Tasks.id)
+            .join(Recipes, Recipes.id == Tasks.recipe_id)
+            .where(Recipes.recipe_set_id == set_id)
+        ).scalars()
+        return ReportContext(started[0], {r.id: r.fqdn for r in recipes}, frozenset(tasks))
+
+    def task_results(self, recipe_id: int) -> list[str | None]:
+        """The results of a recipe's tasks (None: none yet), as stored."""
+        stmt = select(Tasks.result).where(Tasks.recipe_id == recipe_id).order_by(Tasks.position)
+        return list(self.conn.execute(stmt).scalars())
+
+    def stop_reason(self, set_id: int) -> str | None:
+        """Why the set was asked to stop (None: it was not)."""
+        stmt = select(RecipeSets.stop_reason).where(RecipeSets.id == set_id)
+        reason: str | None = self.conn.execute(stmt).scalar_one_or_none()
+        return reason
 
     def report_seq(self, set_id: int) -> int:
         """The number of the last report of the set's agent applied."""

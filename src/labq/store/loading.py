@@ -161,6 +161,7 @@ def _set_view(row: AnyRow, recipes: list[tuple[RecipeView, dict[str, Any]]]) -> 
         supervisor_host=row.supervisor_host,
         heartbeat_at=row.heartbeat_at,
         stop_reason=row.stop_reason,
+        extended=row.extended,
     )
 
 
@@ -203,4 +204,5 @@ def _job_view(row: AnyRow, sets: list[RecipeSetView]) -> JobView:
         source_format=row.source_format,
         spec=spec,
         sets=tuple(sets),
+        cloned_from=row.cloned_from,
     )

@@ -18,6 +18,7 @@ from labq.store.admission import AdmissionStore
 from labq.store.agents import AgentStore
 from labq.store.batch import BatchMoves
 from labq.store.database import READ_ONLY
+from labq.store.extensions import ExtensionStore
 from labq.store.leadership import LeadershipStore
 from labq.store.listing import JobListing
 from labq.store.locks import LockStore
@@ -28,6 +29,8 @@ from labq.store.reservations import ReservationStore
 from labq.store.retention import RetentionStore
 from labq.store.retries import RetryStore
 from labq.store.runs import RunStore
+from labq.store.selection import JobSelection
+from labq.store.sources import SourceStore
 from labq.store.supervisors import SupervisorStore
 from labq.store.sysedit import SystemEditStore
 from labq.store.tables import Activity
@@ -45,6 +48,7 @@ class Repository(
     AccessStore,
     RetryStore,
     RunStore,
+    JobSelection,
     JobListing,
     TokenStore,
     PasswordStore,
@@ -56,6 +60,8 @@ class Repository(
     AccountingStore,
     ReservationStore,
     RetentionStore,
+    SourceStore,
+    ExtensionStore,
 ):
     """Labs, systems, pools, people, access rules, jobs, recipe moves and the activity log;
     tokens and passwords; task reports and supervisors; what the scheduler rebuilds from;

@@ -200,6 +200,16 @@ class Jobs(Base):
     meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, key="meta")
     spec: Mapped[dict[str, Any]]  # the canonical form as submitted, for audit
     run_id: Mapped[int | None] = _fk("runs.id", index=True)
+    cloned_from: Mapped[int | None] = _fk("jobs.id", index=True)  # the job this one re-runs
+
+
+class JobSources(Base):
+    """The document a job was submitted as, verbatim (a UTF-8 BOM aside): what ``clone``
+    submits again. Its own table: listing jobs never reads a document."""
+
+    __tablename__ = "job_sources"
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
+    document: Mapped[str] = mapped_column(Text)
 
 
 class RecipeSets(Base):
@@ -209,6 +219,7 @@ class RecipeSets(Base):
         one_of("priority", PRIORITIES),
         CheckConstraint("max_retries >= 0", name="max_retries"),
         CheckConstraint("max_time IS NULL OR max_time > 0", name="max_time"),
+        CheckConstraint("extended >= 0", name="extended"),
         CheckConstraint(
             "(retry_of IS NULL AND attempt = 1) OR (retry_of IS NOT NULL AND attempt > 1)",
             name="attempt",
@@ -260,6 +271,8 @@ class RecipeSets(Base):
     # of its agent's reports applied (reports are numbered, so a retried one applies once).
     agent_id: Mapped[int | None] = _fk("agents.id", index=True)
     report_seq: Mapped[int] = mapped_column(server_default="0")
+    # Seconds its max_time was extended by while it ran (``labq job extend``).
+    extended: Mapped[int] = mapped_column(server_default="0")
 
 
 class Agents(Base):

@@ -86,6 +86,7 @@ class RecipeSetView:
     supervisor_host: str | None = None
     heartbeat_at: datetime | None = None
     stop_reason: str | None = None
+    extended: int = 0  # seconds its max_time was extended by while it ran
 
     @property
     def state(self) -> RecipeState:
@@ -119,6 +120,7 @@ class JobView:
     source_format: str
     spec: JobSpec
     sets: tuple[RecipeSetView, ...]
+    cloned_from: int | None = None  # the job this one was cloned from
 
     @property
     def current_sets(self) -> tuple[RecipeSetView, ...]:

@@ -9,7 +9,7 @@ history. The part that changes while the job runs is also served alone
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any, Final
+from typing import Annotated, Final
 
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import RedirectResponse
@@ -18,10 +18,12 @@ from labq.api import jobs as api_jobs
 from labq.api.auth import may_change_job
 from labq.api.deps import AppState, StateDep
 from labq.api.jobviews import log_files
+from labq.api.rows import job_row, reasons_by_job
 from labq.api.schemas import RowId
 from labq.domain.priority import Priority
 from labq.domain.states import RecipeState
 from labq.store import HistoryEntry, JobView, RecipeSetView, RecipeView, reading
+from labq.store.selection import JobQuery
 from labq.web.aftermath import job_aftermath
 from labq.web.rendering import PREFIX, fragment, page
 from labq.web.route import PageRoute
@@ -36,6 +38,8 @@ NOTES: Final = {
     "priority": "The priority of the sets that still wait was changed.",
     "no-waiting-sets": "No set of this job still waits, so no priority changed.",
     "submitted": "The job was submitted.",
+    "cloned": "The job was submitted, a clone of the one it links back to.",
+    "extended": "The max_time of the job's running sets was extended.",
 }
 
 
@@ -78,6 +82,17 @@ class JobPage:
         """Sets that have neither started nor ended: their priority may still change."""
         return [
             b.rset for b in self.sets if b.rset.started_at is None and b.rset.finished_at is None
+        ]
+
+    @property
+    def running_timed_sets(self) -> list[RecipeSetView]:
+        """Running sets with a max_time: what ``extend`` moves."""
+        return [
+            b.rset
+            for b in self.sets
+            if b.rset.started_at is not None
+            and b.rset.finished_at is None
+            and b.rset.spec.max_time is not None
         ]
 
 
@@ -151,27 +166,45 @@ def jobs_list(
     owner: str | None = None,
     group: str | None = None,
     state: RecipeState | None = None,
+    whiteboard: Annotated[str | None, Query(max_length=255)] = None,
+    run: Annotated[str | None, Query(max_length=255)] = None,
+    lab: Annotated[str | None, Query(max_length=255)] = None,
     page_no: Annotated[int, Query(alias="page", ge=1, le=100_000)] = 1,
 ) -> Response:
-    """A page of jobs, newest first, filtered by owner, group and state."""
-    filters: dict[str, Any] = {"owner": owner or None, "group": group or None, "state": state}
+    """A page of jobs, newest first, filtered as ``labq job list`` filters them."""
+    found = JobQuery(
+        owner=owner or None,
+        group=group or None,
+        state=state,
+        whiteboard=whiteboard or None,
+        run=run or None,
+        lab=lab or None,
+    )
     with reading(app.engine) as repo:
-        total = repo.count_jobs(**filters)
-        jobs = repo.list_jobs(**filters, limit=PAGE_SIZE, offset=(page_no - 1) * PAGE_SIZE)
+        total = repo.count_found(found)
+        jobs = repo.find_jobs(found, limit=PAGE_SIZE, offset=(page_no - 1) * PAGE_SIZE)
+        runs = repo.run_names(j.id for j in jobs)
         users = [u.name for u in repo.list_users()]
         groups = repo.list_groups()
+    reasons = reasons_by_job(app.events.queue_view()) if jobs else {}
+    now = app.clock()
+    rows = {j.id: job_row(j, now, runs.get(j.id), reasons.get(j.id)) for j in jobs}
     return page(
         request,
         "jobs.html",
         title="Jobs",
         nav="jobs",
         jobs=jobs,
+        rows=rows,
         total=total,
         page_no=page_no,
         pages=max(1, -(-total // PAGE_SIZE)),
         owner=owner or "",
         group=group or "",
         state=state.value if state else "",
+        whiteboard=whiteboard or "",
+        run=run or "",
+        lab=lab or "",
         users=users,
         groups=groups,
         states=[s.value for s in RecipeState],

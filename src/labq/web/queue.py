@@ -9,12 +9,16 @@ weight, age, holds, and what a set waits for. The table is also served alone
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from dataclasses import asdict, dataclass
+from typing import Annotated, Any
+from urllib.parse import urlencode
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 
 from labq.api.deps import AppState, StateDep
-from labq.api.events import QueueRow
+from labq.api.rows import queue_rows as api_rows
+from labq.domain.states import RecipeState
+from labq.store import reading
 from labq.web.rendering import fragment, page
 from labq.web.route import PageRoute
 from labq.web.session import SessionDep
@@ -22,27 +26,65 @@ from labq.web.session import SessionDep
 router = APIRouter(route_class=PageRoute, include_in_schema=False)
 
 
-def queue_rows(app: AppState) -> list[QueueRow]:
-    """The queue as the scheduler sees it now."""
-    return list(app.events.queue_view())
+Filter = Annotated[str | None, Query(max_length=255)]
 
 
-def _context(rows: list[QueueRow]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class QueueFilters:
+    """The page's filters (empty fields filter nothing), as ``labq queue`` takes them."""
+
+    owner: Filter = None
+    group: Filter = None
+    lab: Filter = None
+    state: Filter = None
+    whiteboard: Filter = None
+    run: Filter = None
+
+    def given(self) -> dict[str, str]:
+        """The filters that are set."""
+        return {k: v for k, v in asdict(self).items() if v}
+
+
+FiltersDep = Annotated[QueueFilters, Depends()]
+WAITING_STATES = ["new", "queued", "assigned", "scheduled"]  # what a waiting set can be in
+
+
+def queue_rows(app: AppState, filters: QueueFilters | None = None) -> list[dict[str, Any]]:
+    """The queue as the scheduler sees it now, with owner, whiteboard and run, filtered."""
+    view = app.events.queue_view()
+    with reading(app.engine) as repo:
+        labels = repo.job_labels(row.job_id for row in view)
+    given = (filters or QueueFilters()).given()
+    state = given.pop("state", None)
+    states = {s.value: s for s in RecipeState}
+    if state is not None and state not in states:
+        return []
+    return api_rows(view, labels, state=states.get(state or ""), **given)
+
+
+def _context(rows: list[dict[str, Any]], filters: QueueFilters) -> dict[str, Any]:
+    given = filters.given()
     return {
         "rows": rows,
-        "by_lab": sorted(Counter(r.lab or "any lab" for r in rows).items()),
-        "holding": sum(1 for r in rows if r.hold != "none"),
-        "blocked": sum(1 for r in rows if r.waits_for),
+        "by_lab": sorted(Counter(r["lab"] or "any lab" for r in rows).items()),
+        "holding": sum(1 for r in rows if r["hold"] != "none"),
+        "blocked": sum(1 for r in rows if r["waits_for"]),
+        "filters": given,
+        "live_query": ("?" + urlencode(given)) if given else "",
+        "states": WAITING_STATES,
     }
 
 
 @router.get("/queue")
-def queue_page(request: Request, app: StateDep, session: SessionDep) -> Response:
-    """The whole queue, in order."""
-    return page(request, "queue.html", title="Queue", nav="queue", **_context(queue_rows(app)))
+def queue_page(
+    request: Request, app: StateDep, session: SessionDep, filters: FiltersDep
+) -> Response:
+    """The whole queue, in order (or the rows the filters keep)."""
+    rows = queue_rows(app, filters)
+    return page(request, "queue.html", title="Queue", nav="queue", **_context(rows, filters))
 
 
 @router.get("/queue/live")
-def queue_live(app: StateDep, session: SessionDep) -> Response:
+def queue_live(app: StateDep, session: SessionDep, filters: FiltersDep) -> Response:
     """The queue's table alone, for the page's live updates."""
-    return fragment("queue_live.html", **_context(queue_rows(app)))
+    return fragment("queue_live.html", **_context(queue_rows(app, filters), filters))

@@ -9,6 +9,7 @@ from fastapi.staticfiles import StaticFiles
 from labq.web import (
     agents,
     job_actions,
+    job_verbs,
     jobs,
     labs,
     login,
@@ -30,6 +31,7 @@ def install(app: FastAPI) -> None:
         reports.router,  # before jobs: /jobs/{id}/logs/follow
         jobs.router,
         job_actions.router,
+        job_verbs.router,
         runs.router,
         systems.router,
         queue.router,
