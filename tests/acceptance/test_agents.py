@@ -150,7 +150,7 @@ def test_an_agent_left_down_has_its_set_aborted_and_retried_in_the_other_lab(tmp
         east = make_agent(server, tmp_path, "east-1", "east")
         west = make_agent(server, tmp_path, "west-1", "west")
         with agents(east.start(), west.start()):
-            job_id = server.submit(ticking_job({}, 60, retries=1))
+            job_id = server.submit(ticking_job({}, 16, retries=1))
             wait_until(lambda: list((east.data / "logs").rglob("task-*")), 30)
             # only now is there another lab the retry could go to
             added = server.client.post("/systems", json={"fqdn": "w1.west", "lab": "west"})
@@ -286,7 +286,7 @@ def test_an_agent_cut_off_from_the_server_stops_its_tasks_and_no_set_runs_twice(
         run = (
             f'echo "start $LABQ_SET_ID $(date +%s.%N)" >> {marks}/starts; '
             f"trap 'echo \"stop $LABQ_SET_ID $(date +%s.%N)\" >> {marks}/stops; exit 1' TERM; "
-            "for i in $(seq 1 60); do sleep 0.25; done"
+            "for i in $(seq 1 40); do sleep 0.25; done"
         )
         job = {
             "recipe_sets": [

@@ -125,9 +125,12 @@ class Link:
         except httpx.TransportError as exc:
             detail = str(exc) or type(exc).__name__
             raise Unreachable(f"cannot reach the labq server at {self.url} ({detail})") from None
-        if response.status_code < 400:
+        if response.status_code >= 400:
+            raise _failure(response)
+        try:
             return response.json()
-        raise _failure(response)
+        except ValueError:  # not labq answering (a proxy's page): as good as no answer
+            raise Unreachable(f"{self.url} did not answer as a labq server does") from None
 
 
 class _GapError(LinkError):

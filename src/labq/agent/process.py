@@ -93,6 +93,9 @@ def run(
         except LabqError as exc:
             print(f"labq agent: {exc}", file=sys.stderr)
             return 1
+        except Exception as exc:  # never a traceback: one line, and systemd starts us again
+            print(f"labq agent: unexpected error: {exc!r}", file=sys.stderr)
+            return 1
 
 
 @contextmanager
@@ -330,7 +333,7 @@ class Agent:
                 except TokenRefused as exc:
                     self._die(exc)
                     return
-                except (LabqError, OSError) as exc:  # a refusal, a full disk: said, tried again
+                except Exception as exc:  # a refusal, a full disk: said, tried again later
                     say(f"set {forwarder.set_id}: {exc}")
                     delay = BACKOFF[1]
 
