@@ -69,10 +69,12 @@ class HelloBody(Body):
 
 
 class ClaimBody(Body):
-    """How many sets the agent can take now, and how long it may wait for one."""
+    """How many sets the agent can take now, how long it may wait for one, and (when it
+    serves only some of its token's labs: ``labq agent --lab``) of which labs."""
 
     max: Annotated[int, Field(ge=0, le=1000), INTEGRAL]
     wait: Annotated[float, Field(ge=0, le=MAX_WAIT)] = 0.0
+    labs: Annotated[list[Name], Field(max_length=1000)] | None = None
 
 
 class BeatSet(Body):
@@ -140,7 +142,12 @@ async def claim(request: Request, state: StateDep, me: AgentDep, body: ClaimBody
     while True:
         with bell.listening(me.labs) as rung:
             work = await run_in_threadpool(
-                remote.claim_work, state.engine, me, limit=body.max, now=state.clock()
+                remote.claim_work,
+                state.engine,
+                me,
+                limit=body.max,
+                now=state.clock(),
+                labs=None if body.labs is None else set(body.labs),
             )
             left = deadline - time.monotonic()
             if work or left <= 0 or body.max == 0 or await request.is_disconnected():

@@ -39,6 +39,21 @@ Mode = Literal["pidns", "group"]
 MARK_VARIABLE: Final = "LABQ_RUN_MARK"
 _PR_SET_DUMPABLE: Final = 4
 _UNSHARE: Final = ("--pid", "--fork", "--kill-child=SIGKILL", "--mount-proc")
+# What a supervisor inherits of its starter's environment: nothing that could be a secret.
+PASSED_ON: Final = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "LC_ALL",
+    "TZ",
+    "TMPDIR",
+    "SSH_AUTH_SOCK",
+    "PYTHONPATH",
+    "VIRTUAL_ENV",
+    "LABQ_DEBUG",
+)
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +79,27 @@ def wrap(argv: Sequence[str], mode: Mode) -> list[str]:
         return list(argv)
     unshare = shutil.which("unshare") or "unshare"
     return [unshare, *_UNSHARE, *argv]
+
+
+def runs_set(pid: int, module: str, set_id: int) -> bool:
+    """True when ``pid`` is alive and runs ``python -m <module> --set <set_id>`` (by its command
+    line: a supervisor, the server's or a lab agent's, is known again after a restart so).
+
+    A zombie has an empty command line, so it counts as dead; so does a pid
+    that was reused by another program.
+    """
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    args = [a.decode(errors="replace") for a in raw.split(b"\0")]
+    if module not in args:
+        return False
+    wanted = str(set_id)
+    return any(
+        (a == "--set" and i + 1 < len(args) and args[i + 1] == wanted) or a == f"--set={wanted}"
+        for i, a in enumerate(args)
+    )
 
 
 def run_mark(claim: str) -> str:

@@ -37,30 +37,16 @@ from typing import Final
 
 from labq.config import Settings
 from labq.dispatch import containment
+from labq.dispatch.containment import PASSED_ON
 from labq.dispatch.forks import ForkServer, ForkServerError
-from labq.dispatch.logs import set_log_dir
+from labq.dispatch.logs import SUPERVISOR_OUTPUT, set_log_dir
 
 OnFinished = Callable[[int, int | None, str], None]
 MODULE: Final = "labq.dispatch.supervisor"
-OUTPUT_NAME: Final = "supervisor-output.log"
+OUTPUT_NAME: Final = SUPERVISOR_OUTPUT
 FORK_SERVER_LOG: Final = "fork-server.log"
 DEFAULT_GRACE: Final = 30.0  # the supervisor kills tasks (5 s), archives and cleans up first
 DEFAULT_POLL: Final = 1.0
-# What a supervisor inherits of the server's environment: nothing that could be a secret.
-PASSED_ON: Final = (
-    "PATH",
-    "HOME",
-    "USER",
-    "LOGNAME",
-    "LANG",
-    "LC_ALL",
-    "TZ",
-    "TMPDIR",
-    "SSH_AUTH_SOCK",
-    "PYTHONPATH",
-    "VIRTUAL_ENV",
-    "LABQ_DEBUG",
-)
 
 _log = logging.getLogger(__name__)
 
@@ -71,18 +57,7 @@ def is_supervisor(pid: int, set_id: int) -> bool:
     A zombie has an empty command line, so it counts as dead; so does a pid
     that was reused by another program.
     """
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
-    args = [a.decode(errors="replace") for a in raw.split(b"\0")]
-    if MODULE not in args:  # forked ones name it too (labq.dispatch.title)
-        return False
-    wanted = str(set_id)
-    return any(
-        (a == "--set" and i + 1 < len(args) and args[i + 1] == wanted) or a == f"--set={wanted}"
-        for i, a in enumerate(args)
-    )
+    return containment.runs_set(pid, MODULE, set_id)  # forked ones name it too (title.py)
 
 
 @dataclass

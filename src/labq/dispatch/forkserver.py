@@ -17,7 +17,9 @@ makes its own.
 
 FD is one end of a ``SOCK_SEQPACKET`` socket pair; each packet is one JSON
 object. Requests: ``{"set", "config", "data_dir", "cwd", "log", "env", "mode",
-"secrets"}``; replies, in order: ``{"set", "pid"}`` or ``{"set", "error"}``;
+"secrets"}`` (a lab agent's also ``"module": "labq.agent.supervisor"`` and its
+set's ``"dir"``: :func:`labq.agent.supervisor.forked`); replies, in order:
+``{"set", "pid"}`` or ``{"set", "error"}``;
 and, whenever a child ends, ``{"exited": set, "pid", "code"}`` (``code`` as
 ``Popen.returncode`` has it). The secrets (database URL, claim) travel on the
 socket only, never on a command line or in an environment. When the dispatcher
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import importlib
 import json
 import os
 import select
@@ -57,12 +60,16 @@ _PRELOAD: Final = (
     "email.parser",
     "encodings.utf_8_sig",
     "queue",
+    "labq.agent.supervisor",  # a lab agent's fork server forks its supervisors (no database)
 )
+# Supervisors a request may name (``module``): the server's, and a lab agent's, which is
+# given its set's directory (``dir``) and its secrets instead of a database URL.
+AGENT_SUPERVISOR: Final = "labq.agent.supervisor"
 
 
-def supervisor_title(set_id: int) -> list[str]:
-    """The command line a forked supervisor shows (the dispatcher recognises it)."""
-    return ["labq", "-m", supervisor.__name__, "--set", str(set_id), "--forked"]
+def supervisor_title(set_id: int, module: str = supervisor.__name__) -> list[str]:
+    """The command line a forked supervisor shows (the dispatcher, or the agent, knows it)."""
+    return ["labq", "-m", module, "--set", str(set_id), "--forked"]
 
 
 def preload() -> None:
@@ -159,14 +166,20 @@ def _become_supervisor(request: Mapping[str, Any], area: tuple[int, int]) -> int
     os.environ.clear()
     os.environ.update({str(k): str(v) for k, v in request["env"].items()})
     pidns = request["mode"] == "pidns"
+    module = str(request.get("module") or supervisor.__name__)
+    title = supervisor_title(set_id, module)
     # in a namespace, the keeper is the process the dispatcher knows: it says so
-    set_title(supervisor_title(set_id) + (["--keeper"] if pidns else []), area)
+    set_title(title + (["--keeper"] if pidns else []), area)
     host_pid = os.getpid()  # what the dispatcher watches, and the supervisor records
 
     def run() -> int:
         if pidns:
-            set_title(supervisor_title(set_id), area)
+            set_title(title, area)
         cancel = supervisor.prepare()
+        if module == AGENT_SUPERVISOR:  # imported by name: labq.agent builds on labq.dispatch
+            agent_supervisor: Any = importlib.import_module(AGENT_SUPERVISOR)
+            code: int = agent_supervisor.forked(set_id, {**request, "pid": host_pid}, cancel)
+            return code
         given = {**request["secrets"], "pid": host_pid}
         config, data_dir = request["config"], request["data_dir"]
         return supervisor.run(set_id, given, config=config, data_dir=data_dir, cancel=cancel)

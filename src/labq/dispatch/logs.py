@@ -3,6 +3,7 @@
 Layout under the data directory::
 
     logs/set-<id>/supervisor.log             what the supervisor did, with times
+    logs/set-<id>/supervisor-output.log      what the supervisor process printed
     logs/set-<id>/<fqdn>/task-<id>-<name>.log  one task's output (stdout and stderr)
     logs/set-<id>/<fqdn>/hook-<hook>.log        a lab hook's output
     logs/set-<id>/<fqdn>/collected/           files the system's logs/ directory held
@@ -22,6 +23,7 @@ from typing import Final
 from labq.dispatch.plan import safe_component
 
 MASK: Final = b"[secret]"
+SUPERVISOR_OUTPUT: Final = "supervisor-output.log"
 _SLUG: Final = re.compile(r"[^A-Za-z0-9._-]+")
 
 

@@ -62,11 +62,20 @@ class Work:
         }
 
 
-def claim_work(engine: Engine, agent: AgentView, *, limit: int, now: datetime) -> list[Work]:
-    """Claim up to ``limit`` started sets of the agent's labs, each in its own transaction:
-    the claim, its recipes ``scheduled → waiting``, the plan and the set's token."""
+def claim_work(
+    engine: Engine,
+    agent: AgentView,
+    *,
+    limit: int,
+    now: datetime,
+    labs: set[str] | None = None,
+) -> list[Work]:
+    """Claim up to ``limit`` started sets of the agent's labs (of those in ``labs`` only, when
+    given), each in its own transaction: the claim, its recipes ``scheduled → waiting``, the
+    plan and the set's token."""
+    wanted = [lab for lab in agent.labs if labs is None or lab in labs]
     with reading(engine) as repo:
-        candidates = repo.claimable_sets(agent.labs, limit=limit)
+        candidates = repo.claimable_sets(wanted, limit=limit)
     out: list[Work] = []
     for set_id, claim in candidates:
         try:
