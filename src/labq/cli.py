@@ -21,6 +21,7 @@ from labq.commands import (  # noqa: F401 - they add to `job`
 )
 from labq.commands import bulk as _bulk  # noqa: F401 - adds job cancel and priority
 from labq.commands import reservations as _reservations  # noqa: F401 - attaches its commands
+from labq.commands.agents import agent, agent_token_group
 from labq.commands.filter import filter_group, queue
 from labq.commands.jobs import job
 from labq.commands.labs import lab
@@ -83,6 +84,8 @@ for _command in (
     lock,
     filter_group,
     usage,
+    agent,
+    agent_token_group,
     webhook,
     logs_group,
 ):

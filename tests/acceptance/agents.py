@@ -12,7 +12,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 
 import httpx
@@ -20,14 +19,9 @@ import httpx
 from .conftest import labq_command, running_server
 
 
-@cache
 def agent_command() -> tuple[str, ...]:
-    """``labq agent``, or ``python -m labq.agent`` (the same options) where the CLI lacks it."""
-    labq = labq_command()
-    probe = subprocess.run([*labq, "agent", "--help"], capture_output=True, check=False)
-    if probe.returncode == 0 and b"--token-file" in probe.stdout:
-        return (*labq, "agent")
-    return (str(Path(labq[0]).parent / "python"), "-m", "labq.agent")
+    """``labq agent``: the command an admin runs."""
+    return (*labq_command(), "agent")
 
 
 @dataclass
