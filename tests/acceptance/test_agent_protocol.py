@@ -190,3 +190,20 @@ def refused_elsewhere(
     # a revoked agent is refused at once
     assert client.delete("/agents/near-1").status_code == 200
     assert near_agent.post("/claim", json={"max": 1}).status_code == 401
+
+
+def test_an_extension_reaches_the_agent_with_the_next_beat(server):
+    client, _data, _env = server
+    setup_labs(client)
+    token = client.post("/agents", json={"name": "far-1", "labs": ["far"]}).json()["token"]
+    job = {**ONE, "recipe_sets": [{**ONE["recipe_sets"][0], "max_time": 600}]}
+    job_id = client.post("/jobs", json=job).json()["id"]
+    base = str(client.base_url).rstrip("/").removesuffix("/api/v1")
+    with agent_client(base, token) as agent:
+        (work,) = claim(agent)
+        set_id, claim_token = work["set"], work["claim"]
+        mine = [{"set": set_id, "claim": claim_token}]
+        assert agent.post("/beat", json={"sets": mine}).json()["deadlines"] == {str(set_id): 600.0}
+        extended = client.post(f"/jobs/{job_id}/extend", json={"by": 60})
+        assert extended.status_code == 200, extended.text
+        assert agent.post("/beat", json={"sets": mine}).json()["deadlines"] == {str(set_id): 660.0}

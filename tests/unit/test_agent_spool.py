@@ -174,3 +174,12 @@ def test_read_in_any_pieces_the_journal_gives_each_report_once(tmp_path_factory,
     events, offset = read_events(r.spool.journal, offset)
     seen.extend(e["seq"] for e in events)
     assert seen == list(range(1, len(kinds) + 1))
+
+
+def test_the_heartbeat_answers_the_max_time_the_server_last_said(tmp_path):
+    r = reporter(tmp_path)
+    assert r.heartbeat() is None  # nothing said: the plan's deadline stands
+    r.spool.write_max_time(660.0)  # labq job extend --by 60 on a 600 s set
+    assert r.heartbeat() == 660.0
+    r.spool.write_control(LOST)
+    assert r.heartbeat() is None  # a lost set hears nothing more

@@ -58,14 +58,17 @@ class Forwarder:
         """Whether its supervisor still runs."""
         return self.supervisor.alive()
 
-    def told(self, word: str, sent_at: float) -> None:
-        """A beat sent at ``sent_at`` (``time.monotonic()``) was answered ``word`` for the set."""
+    def told(self, word: str, sent_at: float, max_time: float | None = None) -> None:
+        """A beat sent at ``sent_at`` (``time.monotonic()``) was answered ``word`` for the set,
+        and the set's ``max_time`` as it stands now (an extension moves it)."""
         if word == LOST:
             self.lose()
             return
         if word == STOP:
             self.spool.write_control(STOP)
         if word in (CARRY_ON, STOP):
+            if max_time is not None:
+                self.spool.write_max_time(max_time)
             self.spool.write_beat(sent_at)
 
     def lose(self) -> None:

@@ -82,11 +82,16 @@ class Link:
         sets: list[dict[str, Any]] = answer["sets"]
         return sets
 
-    def beat(self, sets: Sequence[tuple[int, str]], running: int) -> dict[int, str]:
-        """Renew the agent and each set; each set's answer: carry on, stop or lost."""
+    def beat(
+        self, sets: Sequence[tuple[int, str]], running: int
+    ) -> tuple[dict[int, str], dict[int, float]]:
+        """Renew the agent and each set; each set's answer (carry on, stop or lost), and the
+        max_time of those that have one as it stands now (``labq job extend`` moves it)."""
         body = {"sets": [{"set": s, "claim": c} for s, c in sets], "running": running}
         answer = self._call("POST", "/beat", json=body)
-        return {int(k): str(v) for k, v in answer["sets"].items()}
+        words = {int(k): str(v) for k, v in answer["sets"].items()}
+        deadlines = {int(k): float(v) for k, v in (answer.get("deadlines") or {}).items()}
+        return words, deadlines
 
     def report(self, set_id: int, claim: str, events: Sequence[dict[str, Any]]) -> int:
         """Send numbered reports; the number of the last one the server has applied."""

@@ -306,7 +306,7 @@ class Agent:
         sent = time.monotonic()
         running = sum(1 for f in sets if f.running)
         try:
-            answer = self.link.beat([(f.set_id, f.claim) for f in sets], running)
+            answer, deadlines = self.link.beat([(f.set_id, f.claim) for f in sets], running)
         except Unreachable as exc:
             self._trouble(exc)
             return
@@ -314,7 +314,7 @@ class Agent:
         for forwarder in sets:
             word = answer.get(forwarder.set_id)
             if word is not None:
-                forwarder.told(word, sent)
+                forwarder.told(word, sent, deadlines.get(forwarder.set_id))
 
     # -- forward -------------------------------------------------------------------------
 

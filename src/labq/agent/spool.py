@@ -119,6 +119,18 @@ class SetDir:
         except ValueError:
             return None
 
+    def write_max_time(self, seconds: float) -> None:
+        """The set's max_time as the server last said it (``labq job extend`` moves it)."""
+        write_atomic(self.path / "max_time", repr(seconds))
+
+    def read_max_time(self) -> float | None:
+        """The set's max_time as the server last said it; None when it said nothing."""
+        text = self._read(self.path / "max_time")
+        try:
+            return None if text is None else float(text)
+        except ValueError:
+            return None
+
     def write_control(self, word: str) -> None:
         """Tell the supervisor to ``stop`` (a cancel) or that the set is ``lost``."""
         if word not in (STOP, LOST):
@@ -248,14 +260,15 @@ class SpoolReporter:
             }
         )
 
-    def heartbeat(self) -> None:
-        """Heed the agent's word and the lease; raises :class:`Fenced` once, when fenced."""
+    def heartbeat(self) -> float | None:
+        """Heed the agent's word and the lease; raises :class:`Fenced` once, when fenced.
+        Answers the set's max_time as the server last said it (an extension moves it)."""
         if self.lost.is_set():
-            return
+            return None
         word = self.spool.read_control()
         if word == LOST:
             self._lose()
-            return
+            return None
         if word == STOP:
             self.cancel.set()
         confirmed = self.spool.read_beat()
@@ -266,6 +279,7 @@ class SpoolReporter:
                 f"no heartbeat confirmed by the server for {since:.1f} s "
                 f"(lease {self.lease:g} s): the set's tasks stop"
             )
+        return self.spool.read_max_time()
 
     def _lose(self) -> None:
         self.lost.set()

@@ -33,6 +33,7 @@ from labq.dispatch.logs import set_log_dir
 from labq.errors import ClaimLost
 from labq.store import reading, transaction
 from labq.store.agents import AgentView
+from labq.store.supervisors import Beat
 
 router = APIRouter(prefix="/agent", tags=["agent"], responses=answers(401))
 MAX_WAIT: Final = 30.0  # seconds a claim may wait for work
@@ -163,7 +164,12 @@ def beat(state: StateDep, me: AgentDep, body: BeatBody) -> dict[str, Any]:
     with transaction(state.engine) as repo:
         repo.agent_seen(me.id, now=now, running=body.running)
         told = repo.agent_beat(me.id, [(s.set, s.claim) for s in body.sets], now=now)
-    return {"sets": {str(k): v.value for k, v in told.items()}}
+        alive = [k for k, v in told.items() if v is not Beat.LOST]
+        deadlines = repo.deadlines(me.id, alive)
+    return {
+        "sets": {str(k): v.value for k, v in told.items()},
+        "deadlines": {str(k): v for k, v in deadlines.items()},
+    }
 
 
 @router.post("/sets/{set_id}/report", responses=answers(409, 422))

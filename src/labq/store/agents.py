@@ -249,6 +249,21 @@ class AgentStore(SupervisorStore):
         out.update(alive)
         return out
 
+    def deadlines(self, agent_id: int, set_ids: Sequence[int]) -> dict[int, float]:
+        """The current max_time (with extensions) of the agent's unfinished sets that have one:
+        what ``labq job extend`` moved, for their supervisors."""
+        if not set_ids:
+            return {}
+        rows = self.conn.execute(
+            select(RecipeSets.id, RecipeSets.max_time, RecipeSets.extended).where(
+                RecipeSets.id.in_(list(set_ids)),
+                RecipeSets.agent_id == agent_id,
+                RecipeSets.finished_at.is_(None),
+                RecipeSets.max_time.is_not(None),
+            )
+        ).all()
+        return {r.id: float((r.max_time or 0) + (r.extended or 0)) for r in rows}
+
     def agent_set_exited(self, set_id: int, claim: str, agent_id: int) -> bool:
         """The agent's supervisor of the set exited (supervisor_pid -1): the agent beats for it
         no more. True also for a repeat; False when the set is not the agent's under ``claim``."""
