@@ -1,0 +1,362 @@
+"""The invariants checked in every explored state (docs/scheduling.md § Explored).
+
+They are worked out from the world's sets, the scenario's pool rules and the
+core's books with small brute-force matchings of their own, not with the
+core's placement, reservation or backfill code, so a broken rule there shows.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from labq.domain.priority import Priority
+from labq.domain.requirements import matches
+from labq.domain.states import Condition
+from labq.scheduler import decisions as d
+from labq.scheduler.entries import SetEntry
+from labq.sim.explore.point import Context, Point, recorder
+from labq.sim.world import RecipeRun
+
+Rank = tuple[int, float, int]
+Fits = Callable[[RecipeRun, str], bool]  # may this recipe use this system (here, now)?
+NEVER = math.inf
+
+
+@dataclass(frozen=True)
+class Violation:
+    """A broken invariant: which rule, and what happened, in plain words."""
+
+    rule: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.rule}: {self.message}"
+
+
+def check(before: Mapping[str, frozenset[int]], point: Point, context: Context) -> list[Violation]:
+    """Every safety invariant, after one event (``before``: the holders of each lab before it)."""
+    if point.error is not None:
+        return [Violation("no crash", point.error)]
+    view = View(point, context)
+    found = [*view.one_recipe_per_system(), *view.whole_starts(), *view.excludes()]
+    found += [*view.wound_wait(), *view.no_queue_jumping(before), *view.no_idle_fit()]
+    found += view.pool_caps()
+    return found
+
+
+def holders(point: Point) -> dict[str, frozenset[int]]:
+    """The holders of each lab."""
+    return {lab: frozenset(ids) for lab, ids in point.core.holders.items()}
+
+
+def stuck(point: Point, context: Context) -> list[Violation]:
+    """Liveness at a quiescent point (nothing runs, nothing is due): every waiting set that
+    some lab's usable systems could run whole is a set that will never start."""
+    view = View(point, context)
+    world = point.world
+    if world.running() or any(t <= context.lab.end for t, *_ in world._heap):  # noqa: SLF001
+        return []
+    out = []
+    for entry in view.waiting():
+        labs = [lab for lab in sorted(view.core.free) if view.could_run(entry, lab)]
+        if labs:
+            out.append(
+                Violation(
+                    "no deadlock",
+                    f"set {entry.id} waits for ever: nothing runs, and {labs[0]} could run it"
+                    f" ({view.describe(labs[0])})",
+                )
+            )
+    return out
+
+
+class View:
+    """One point seen from outside the core."""
+
+    def __init__(self, point: Point, context: Context) -> None:
+        self.point = point
+        self.world = point.world
+        self.core = point.core
+        self.now = float(point.now)
+        self.calls = recorder(point.world).log
+        self.pools = {
+            str(p["name"]): p.get("access") for p in context.lab.scenario.get("pools", [])
+        }
+
+    # --- the rules ---------------------------------------------------------------------
+
+    def one_recipe_per_system(self) -> list[Violation]:
+        """No system serves two recipes; the core's books agree with the world's ledger."""
+        out = []
+        seen: dict[str, int] = {}
+        for recipe in self.core.recipes.values():
+            if recipe.system is None or self.core.sets[recipe.set_id].finished:
+                continue
+            other = seen.setdefault(recipe.system, recipe.id)
+            if other != recipe.id:
+                out.append(Violation("one recipe per system", f"{recipe.system} serves recipes"
+                                     f" {other} and {recipe.id}"))
+            if self.core.systems[recipe.system].recipe != recipe.id:
+                out.append(Violation("one recipe per system", f"recipe {recipe.id} holds"
+                                     f" {recipe.system}, which says it serves"
+                                     f" {self.core.systems[recipe.system].recipe}"))
+        return out
+
+    def whole_starts(self) -> list[Violation]:
+        """A set starts whole, in one lab, on systems it may use; it never loses one after."""
+        out = []
+        starting = {x.set for x in self.decisions() if isinstance(x, d.Start)}
+        started: set[int] = set()
+        for decision in self.decisions():
+            if isinstance(decision, d.Start):
+                started.add(decision.set)
+                entry = self.core.sets[decision.set]
+                for recipe in entry.recipes:
+                    fqdn = recipe.system
+                    if fqdn is None or self.core.systems[fqdn].lab != decision.lab:
+                        out.append(Violation("whole start", f"set {entry.id} started in"
+                                             f" {decision.lab} with recipe {recipe.id} on {fqdn}"))
+                    elif not self.usable(self.world.recipes[recipe.id], fqdn, entry.group, False):
+                        out.append(Violation("whole start", f"set {entry.id} started with"
+                                             f" recipe {recipe.id} on {fqdn}, which it may not use"))
+            elif isinstance(decision, d.Release) and (
+                decision.set in started
+                or (decision.set not in starting and self.world.sets[decision.set].started_at)
+            ):
+                out.append(Violation("whole start", f"set {decision.set} lost {decision.system}"
+                                     " after it started"))
+        return out
+
+    def excludes(self) -> list[Violation]:
+        """A recipe (a retry above all) is never given a system it excludes."""
+        out = []
+        for decision in self.decisions():
+            if isinstance(decision, d.Schedule):
+                recipe = self.world.recipes[decision.recipe]
+                if decision.system in recipe.excluded or recipe.force not in (None, decision.system):
+                    out.append(Violation("retry elsewhere", f"recipe {recipe.id} of set"
+                                         f" {decision.set} got {decision.system}, which it"
+                                         f" excludes ({', '.join(sorted(recipe.excluded))})"))
+        return out
+
+    def wound_wait(self) -> list[Violation]:
+        """The best-ranked holder of a lab never waits for systems lower-ranked holders hold:
+        if free systems, its own and theirs would do, it has started."""
+        out = []
+        for lab, ids in sorted(self.core.holders.items()):
+            if not ids or not self.core.admission.slot_free(lab):
+                continue
+            top = max((self.core.sets[i] for i in ids), key=self.rank)
+            if self.match(top, lab) is not None:
+                out.append(Violation("holds by global rank", f"set {top.id}, the best-ranked"
+                                     f" holder of {lab}, could start ({self.describe(lab)})"
+                                     " but waits"))
+        return out
+
+    def no_queue_jumping(self, before: Mapping[str, frozenset[int]]) -> list[Violation]:
+        """A set that started did not move a higher-ranked holder's reserved start later."""
+        out = []
+        for decision in self.decisions():
+            if not isinstance(decision, d.Start):
+                continue
+            started = self.core.sets[decision.set]
+            lab = decision.lab
+            mine = {r.system for r in started.recipes if r.system is not None}
+            for holder_id in sorted(before.get(lab, frozenset()) & self.core.holders[lab]):
+                holder = self.core.sets[holder_id]
+                if self.rank(holder) <= self.rank(started):
+                    continue
+                with_it = self.reserved(holder, lab)
+                without = self.reserved(holder, lab, freed=mine)
+                if with_it > without:
+                    out.append(Violation("no queue jumping", f"set {started.id} started on"
+                                         f" {', '.join(sorted(mine))} and moved the reserved"
+                                         f" start of higher-ranked holder {holder.id} from"
+                                         f" {without:g} to {with_it:g}"))
+        return out
+
+    def no_idle_fit(self) -> list[Violation]:
+        """No waiting set that fits the free systems of a lab, delaying no holder there, waits
+        (backfill does not leave a system idle that someone could use without harm)."""
+        out = []
+        for lab in sorted(self.core.free):
+            if not self.core.admission.slot_free(lab):
+                continue
+            free = set(self.core.free[lab])
+            for entry in self.waiting():
+                if entry.lab is not None or self.core.keeper.reason(entry, lab) is not None:
+                    continue
+                def fits(recipe: RecipeRun, fqdn: str, entry: SetEntry = entry) -> bool:
+                    return fqdn in free and self.now_usable(recipe, fqdn, entry)
+
+                for placement in self.matchings(entry, lab, fits):
+                    if not self.delays_any(entry, lab, placement):
+                        out.append(Violation("no idle fit", f"set {entry.id} could start on"
+                                             f" {', '.join(placement)} in {lab} delaying no"
+                                             " holder, but waits"))
+                        break
+        return out
+
+    def pool_caps(self) -> list[Violation]:
+        """The queue offers a system to groups that may use it, by priority capped by the
+        group's highest cap on the system's pools (seed 002)."""
+        out = []
+        config = self.core.config
+        for fqdn in sorted(set().union(*self.core.free.values())):
+            system = self.core.systems[fqdn]
+            classes = self.core.index.classes_of.get(fqdn, set())
+            walk = self.core.queue.candidates(
+                system, classes, self.core.sets, self.core.policy, self.now, config
+            )
+            last: tuple[int, int] | None = None
+            try:
+                for entry, _ in itertools.islice(walk, 12):
+                    if not entry.waiting:
+                        continue
+                    cap = self.cap(system.pools, entry.group)
+                    if cap is None:
+                        out.append(Violation("pool caps", f"{fqdn} offered to set {entry.id},"
+                                             f" whose group {entry.group} may not use it"))
+                        continue
+                    nominal = int(entry.priority)
+                    key = (min(nominal, int(cap)), nominal)
+                    if last is not None and key > last:
+                        out.append(Violation("pool caps", f"{fqdn} offered to set {entry.id}"
+                                             f" (effective, nominal {key}) after a set of {last}"))
+                    last = key
+            finally:
+                walk.close()
+        return out
+
+    # --- helpers -------------------------------------------------------------------------
+
+    def decisions(self) -> Iterable[d.Decision]:
+        for _, _, _, out in self.calls:
+            yield from out
+
+    def waiting(self) -> list[SetEntry]:
+        """Submitted sets that wait and may run (not blocked, throttled or kept for a lock)."""
+        return [e for e in self.core.sets.values() if e.waiting and e.eligible]
+
+    def rank(self, entry: SetEntry) -> Rank:
+        """The global hold rank: priority, then submitted first, then the lower id (no aging
+        within an explored horizon)."""
+        return (int(entry.priority), -entry.submitted, -entry.id)
+
+    def cap(self, pools: Iterable[str], group: str | None) -> Priority | None:
+        """Seed 002 from the scenario's pool rules: the highest cap of the group on the pools."""
+        best: Priority | None = None
+        names = list(pools)
+        if not names:
+            return Priority.URGENT
+        for pool in names:
+            rules = self.pools.get(pool)
+            if rules is None:
+                return Priority.URGENT
+            caps = [Priority.parse(c) for g, c in rules.items() if g in (group, "everybody")]
+            if caps and (best is None or max(caps) > best):
+                best = max(caps)
+        return best
+
+    def usable(self, recipe: RecipeRun, fqdn: str, group: str | None, ever: bool) -> bool:
+        """Whether the recipe may run on the system (now: automated, or forced and not removed)."""
+        system = self.core.systems[fqdn]
+        if fqdn in recipe.excluded or recipe.force not in (None, fqdn):
+            return False
+        if not matches(recipe.requirement, system.facts) or self.cap(system.pools, group) is None:
+            return False
+        if recipe.force is not None or ever:
+            return system.condition is not Condition.REMOVED
+        return system.condition is Condition.AUTOMATED
+
+    def now_usable(self, recipe: RecipeRun, fqdn: str, entry: SetEntry) -> bool:
+        return self.usable(recipe, fqdn, entry.group, False)
+
+    def matchings(self, entry: SetEntry, lab: str, fits: Fits) -> Iterable[dict[str, str]]:
+        """Every placement of the set's recipes on distinct systems of ``lab`` that ``fits``
+        allows, as system -> recipe id (brute force: the labs are small)."""
+        recipes = [self.world.recipes[r.id] for r in entry.recipes]
+        systems = sorted(f for f, s in self.core.systems.items() if s.lab == lab)
+        for chosen in itertools.permutations(systems, len(recipes)):
+            if all(fits(r, f) for r, f in zip(recipes, chosen, strict=True)):
+                yield {f: str(r.id) for r, f in zip(recipes, chosen, strict=True)}
+
+    def match(self, holder: SetEntry, lab: str) -> dict[str, str] | None:
+        """A placement of the holder on systems usable now that are free, its own, or held by
+        lower-ranked holders; None if there is none."""
+
+        def fits(recipe: RecipeRun, fqdn: str) -> bool:
+            return self.available(fqdn, holder) == self.now and self.now_usable(
+                recipe, fqdn, holder
+            )
+
+        return next(iter(self.matchings(holder, lab, fits)), None)
+
+    def could_run(self, entry: SetEntry, lab: str) -> bool:
+        """Whether the lab's systems usable now, whatever they do, could run the whole set."""
+
+        def fits(recipe: RecipeRun, fqdn: str) -> bool:
+            return self.now_usable(recipe, fqdn, entry)
+
+        return next(iter(self.matchings(entry, lab, fits)), None) is not None
+
+    def available(self, fqdn: str, holder: SetEntry | None, freed: frozenset[str] = frozenset()
+                  ) -> float:
+        """When the system is free for ``holder`` at the soonest (EASY's view of the lab)."""
+        system = self.core.systems[fqdn]
+        if system.recipe is None or fqdn in freed:
+            return self.now
+        owner = self.core.sets[self.core.recipes[system.recipe].set_id]
+        if holder is not None and (owner.id == holder.id or (
+            not owner.started and self.rank(owner) < self.rank(holder)
+        )):
+            return self.now
+        if not owner.started or owner.started_at is None:
+            return NEVER  # a higher-ranked holder's (or anyone's, for a non-holder)
+        return NEVER if owner.max_time is None else owner.started_at + owner.max_time
+
+    def reserved(self, holder: SetEntry, lab: str, freed: Iterable[str] = (),
+                 busy: Mapping[str, float] | None = None) -> float:
+        """The holder's soonest start in ``lab``: the first moment its recipes match systems
+        it may use that are free by then (``freed`` count as free now, ``busy`` until then)."""
+        gone = frozenset(freed)
+        times = {}
+        for f, s in self.core.systems.items():
+            if s.lab == lab:
+                times[f] = self.available(f, holder, gone)
+                if busy and f in busy:
+                    times[f] = max(times[f], busy[f])
+        for moment in sorted({t for t in times.values() if t < NEVER}):
+            def ok(recipe: RecipeRun, fqdn: str, at: float = moment) -> bool:
+                return times[fqdn] <= at and self.now_usable(recipe, fqdn, holder)
+
+            if next(iter(self.matchings(holder, lab, ok)), None) is not None:
+                return moment
+        return NEVER
+
+    def delays_any(self, entry: SetEntry, lab: str, placement: Mapping[str, str]) -> bool:
+        """Whether starting ``entry`` on ``placement`` now moves any holder's start in ``lab``."""
+        end = NEVER if entry.max_time is None else self.now + entry.max_time
+        busy = dict.fromkeys(placement, end)
+        for holder_id in sorted(self.core.holders[lab]):
+            holder = self.core.sets[holder_id]
+            if self.reserved(holder, lab, busy=busy) > self.reserved(holder, lab):
+                return True
+        return False
+
+    def describe(self, lab: str) -> str:
+        """The lab's systems in a few words."""
+        parts = []
+        for f, s in sorted(self.core.systems.items()):
+            if s.lab != lab:
+                continue
+            if s.recipe is None:
+                parts.append(f"{f} free" if s.condition is Condition.AUTOMATED
+                             else f"{f} {s.condition.value}")
+            else:
+                owner = self.core.sets[self.core.recipes[s.recipe].set_id]
+                parts.append(f"{f} {'runs' if owner.started else 'held by'} set {owner.id}")
+        return ", ".join(parts)
