@@ -47,10 +47,20 @@ def make_policy(name: str, scenario: Scenario, rng: random.Random) -> Policy:
 
 
 def simulate(
-    scenario: Scenario, files: dict[str, JobSpec], policy_name: str = "labq", seed: int = 0
+    scenario: Scenario,
+    files: dict[str, JobSpec],
+    policy_name: str = "labq",
+    seed: int = 0,
+    *,
+    policy: Policy | None = None,
 ) -> Run:
-    """Run one policy over a scenario to the end (or to ``config.until``)."""
-    policy = make_policy(policy_name, scenario, random.Random(seed))  # noqa: S311 - simulation
+    """Run one policy over a scenario to the end (or to ``config.until``).
+
+    ``policy``: this policy object instead of a fresh one by name (the explorer
+    replays its counterexamples through a core that records every call).
+    """
+    if policy is None:
+        policy = make_policy(policy_name, scenario, random.Random(seed))  # noqa: S311
     world, job_ids = build_world(scenario, files, policy)
     for job in scenario.jobs:
         world.at(job.submit_at, w.SUBMIT, job_ids[job.id])

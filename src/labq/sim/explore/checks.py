@@ -110,7 +110,11 @@ class View:
         out = []
         starting = {x.set for x in self.decisions() if isinstance(x, d.Start)}
         started: set[int] = set()
-        for decision in self.decisions():
+        # a condition changed later in the event: judge by the conditions a system may
+        # come back from (the start was checked against the condition of its moment)
+        changed = max((i for i, c in enumerate(self.calls) if c[0] == "change_condition"),
+                      default=-1)
+        for index, decision in self.indexed():
             if isinstance(decision, d.Start):
                 started.add(decision.set)
                 entry = self.core.sets[decision.set]
@@ -119,7 +123,9 @@ class View:
                     if fqdn is None or self.core.systems[fqdn].lab != decision.lab:
                         out.append(Violation("whole start", f"set {entry.id} started in"
                                              f" {decision.lab} with recipe {recipe.id} on {fqdn}"))
-                    elif not self.usable(self.world.recipes[recipe.id], fqdn, entry.group, False):
+                    elif not self.usable(
+                        self.world.recipes[recipe.id], fqdn, entry.group, index < changed
+                    ):
                         out.append(Violation("whole start", f"set {entry.id} started with"
                                              f" recipe {recipe.id} on {fqdn}, which it may not use"))
             elif isinstance(decision, d.Release) and (
@@ -234,8 +240,15 @@ class View:
     # --- helpers -------------------------------------------------------------------------
 
     def decisions(self) -> Iterable[d.Decision]:
-        for _, _, _, out in self.calls:
-            yield from out
+        """The decisions of this event, in order."""
+        for _, decision in self.indexed():
+            yield decision
+
+    def indexed(self) -> Iterable[tuple[int, d.Decision]]:
+        """The decisions of this event with the index of the call that made them."""
+        for index, (_, _, _, out) in enumerate(self.calls):
+            for decision in out:
+                yield index, decision
 
     def waiting(self) -> list[SetEntry]:
         """Submitted sets that wait and may run (not blocked, throttled or kept for a lock)."""
@@ -261,14 +274,18 @@ class View:
                 best = max(caps)
         return best
 
-    def usable(self, recipe: RecipeRun, fqdn: str, group: str | None, ever: bool) -> bool:
-        """Whether the recipe may run on the system (now: automated, or forced and not removed)."""
+    def usable(self, recipe: RecipeRun, fqdn: str, group: str | None, static: bool) -> bool:
+        """Whether the recipe may run on the system: automated (forced: not removed), meets
+        its requirement, not excluded, in a pool its group may use (``static``: but for the
+        condition)."""
         system = self.core.systems[fqdn]
         if fqdn in recipe.excluded or recipe.force not in (None, fqdn):
             return False
         if not matches(recipe.requirement, system.facts) or self.cap(system.pools, group) is None:
             return False
-        if recipe.force is not None or ever:
+        if static:
+            return True
+        if recipe.force is not None:
             return system.condition is not Condition.REMOVED
         return system.condition is Condition.AUTOMATED
 
@@ -289,8 +306,13 @@ class View:
         lower-ranked holders; None if there is none."""
 
         def fits(recipe: RecipeRun, fqdn: str) -> bool:
-            return self.available(fqdn, holder) == self.now and self.now_usable(
-                recipe, fqdn, holder
+            system = self.core.systems[fqdn]
+            owner = None if system.recipe is None else self.core.recipes[system.recipe].set_id
+            idle = owner is None or not self.core.sets[owner].started
+            return (
+                idle
+                and self.available(fqdn, holder) == self.now
+                and self.now_usable(recipe, fqdn, holder)
             )
 
         return next(iter(self.matchings(holder, lab, fits)), None)
