@@ -6,10 +6,10 @@ from labq.domain.priority import Priority
 from labq.domain.states import Condition
 from labq.sim.explore.lab import Lab, job, systems
 
-# Two labs, a pool closed to all but two groups with caps, one open pool.
+# Pools closed to all but the groups they name, with caps (seed 002).
 POOLS = [
-    {"name": "shared"},
     {"name": "team", "access": {"qa": "high", "kernel": "low"}},
+    {"name": "docs", "access": {"docs": "normal", "kernel": "normal"}},
 ]
 
 GANG = Lab(
@@ -31,14 +31,15 @@ POOLED = Lab(
     "pooled",
     {
         "pools": POOLS,
-        "systems": systems("east", ["t1", "t2"], pools=["team"]) + systems("east", ["s1"], pools=["shared"]),
+        "systems": systems("east", ["t1"], pools=["team"]) + systems("east", ["s1"], pools=["docs"]),
         "jobs": [
+            job("busy", 1, group="qa", max_time=1),
+            job("anyone", 1, group="docs", max_time=2),
             job("kernel", 1, group="kernel", priority="urgent", max_time=2),
-            job("qa", 2, group="qa", max_time=1),
-            job("anyone", 1, group="docs"),
+            job("qa", 1, group="qa"),
         ],
     },
-    horizon=2,
+    horizon=1,
     drain=3,
     priorities=(("anyone", Priority.HIGH),),
 )
@@ -59,4 +60,26 @@ ADMIN = Lab(
     aborts=("one",),
 )
 
-SUITE = (GANG, POOLED, ADMIN)
+
+
+# Beaker's ABBA: two groups with opposite caps on two pools, two hold slots in the lab.
+ABBA = Lab(
+    "abba",
+    {
+        "config": {"holds": {"per_lab": 2}},
+        "pools": [
+            {"name": "pa", "access": {"qa": "high", "kernel": "low", "everybody": "low"}},
+            {"name": "pb", "access": {"kernel": "high", "qa": "low", "everybody": "low"}},
+        ],
+        "systems": systems("east", ["t1"], pools=["pa"]) + systems("east", ["t2"], pools=["pb"]),
+        "jobs": [
+            job("busy1", 1, max_time=1, host={"fqdn": "t1"}),
+            job("busy2", 1, max_time=1, host={"fqdn": "t2"}),
+            job("qa", 2, group="qa", priority="high"),
+            job("kernel", 2, group="kernel", priority="high"),
+        ],
+    },
+    horizon=0,
+    drain=2,
+)
+SUITE = (GANG, POOLED, ADMIN, ABBA)

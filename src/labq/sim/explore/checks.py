@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from labq.domain.priority import Priority
 from labq.domain.requirements import matches
-from labq.domain.states import Condition
+from labq.domain.states import Condition, RecipeState
 from labq.scheduler import decisions as d
 from labq.scheduler.entries import SetEntry
 from labq.sim.explore.point import Context, Point, recorder
@@ -146,6 +146,17 @@ class View:
                     out.append(Violation("retry elsewhere", f"recipe {recipe.id} of set"
                                          f" {decision.set} got {decision.system}, which it"
                                          f" excludes ({', '.join(sorted(recipe.excluded))})"))
+            elif isinstance(decision, d.Retry):
+                run = self.world.sets[decision.set]
+                for index, recipe in enumerate(run.recipes):
+                    avoid = decision.excluded.get(index, frozenset())
+                    lost = recipe.excluded - avoid
+                    if recipe.state is RecipeState.ABORTED and recipe.ran_on is not None:
+                        lost |= {recipe.ran_on} - avoid
+                    if lost:
+                        out.append(Violation("retry elsewhere", f"the retry of set {run.id}"
+                                             f" may use {', '.join(sorted(lost))} again for"
+                                             f" recipe {recipe.id}"))
         return out
 
     def wound_wait(self) -> list[Violation]:
@@ -211,8 +222,7 @@ class View:
         group's highest cap on the system's pools (seed 002)."""
         out = []
         config = self.core.config
-        for fqdn in sorted(set().union(*self.core.free.values())):
-            system = self.core.systems[fqdn]
+        for fqdn, system in sorted(self.core.systems.items()):
             classes = self.core.index.classes_of.get(fqdn, set())
             walk = self.core.queue.candidates(
                 system, classes, self.core.sets, self.core.policy, self.now, config

@@ -141,6 +141,9 @@ class Point:
 
 def pack(point: Point) -> bytes:
     """The point pickled (counters as plain items: rebuilding one through ``update`` is slow)."""
+    world = point.world
+    world.ledger.history.rows.clear()  # the explorer reads no history: lighter pickles
+    world.locking.history.clear()
     out = io.BytesIO()
     pickler = pickle.Pickler(out, pickle.HIGHEST_PROTOCOL)
     pickler.dispatch_table = _DISPATCH
@@ -156,7 +159,7 @@ def unpack(blob: bytes) -> Point:
 
 
 def _counter(counter: Counter[Any]) -> tuple[Any, ...]:
-    return (Counter, (), None, None, iter(dict(counter).items()))
+    return (copyreg.__newobj__, (Counter,), None, None, iter(dict(counter).items()))  # type: ignore[attr-defined]
 
 
 _DISPATCH = {**copyreg.dispatch_table, Counter: _counter}

@@ -91,15 +91,16 @@ def explore(lab: Lab, *, max_states: int | None = None, first: bool = False) -> 
     while frontier:
         parent_id, blob = frontier.popleft()
         base = unpack(blob)
-        before = holders(base)
-        for event in enabled(base, context):
-            point = unpack(blob)
+        before, instant = holders(base), base.now
+        events = enabled(base, context)
+        for index, event in enumerate(events):
+            point = base if index == len(events) - 1 else unpack(blob)
             apply(point, event, context)
             result.transitions += 1
             found = seen.get(k := key(point, context))
             if found is None:
                 found = seen[k] = len(parents)
-                parents.append((parent_id, base.now, event))
+                parents.append((parent_id, instant, event))
                 drains.append([])
                 broken = check(before, point, context)
                 if event.what == "advance":
