@@ -106,9 +106,7 @@ class Forgetful(Scheduler):
         self, set_id: int, outcomes: Mapping[int, RecipeState], now: float
     ) -> list[d.Decision]:
         out = super().finish(set_id, outcomes, now)
-        return [
-            d.Retry(x.set, x.attempt, {}) if isinstance(x, d.Retry) else x for x in out
-        ]
+        return [d.Retry(x.set, x.attempt, {}) if isinstance(x, d.Retry) else x for x in out]
 
 
 def forgetful(config: SchedulerConfig, access: AccessPolicy) -> Scheduler:

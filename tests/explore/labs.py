@@ -23,7 +23,6 @@ GANG = Lab(
         ],
     },
     horizon=2,
-    drain=3,
     aborts=("short",),
 )
 
@@ -31,7 +30,8 @@ POOLED = Lab(
     "pooled",
     {
         "pools": POOLS,
-        "systems": systems("east", ["t1"], pools=["team"]) + systems("east", ["s1"], pools=["docs"]),
+        "systems": systems("east", ["t1"], pools=["team"])
+        + systems("east", ["s1"], pools=["docs"]),
         "jobs": [
             job("busy", 1, group="qa", max_time=1),
             job("anyone", 1, group="docs", max_time=2),
@@ -40,7 +40,6 @@ POOLED = Lab(
         ],
     },
     horizon=1,
-    drain=3,
     priorities=(("anyone", Priority.HIGH),),
 )
 
@@ -54,12 +53,10 @@ ADMIN = Lab(
         ],
     },
     horizon=2,
-    drain=3,
     conditions=(("e1", Condition.BROKEN), ("e1", Condition.AUTOMATED), ("e2", Condition.REMOVED)),
     cancels=("two",),
     aborts=("one",),
 )
-
 
 
 # Beaker's ABBA: two groups with opposite caps on two pools, two hold slots in the lab.
@@ -80,6 +77,19 @@ ABBA = Lab(
         ],
     },
     horizon=0,
-    drain=2,
 )
-SUITE = (GANG, POOLED, ADMIN, ABBA)
+# A holder with a reservation, a set that would delay it (no max_time), a running set.
+RESERVE = Lab(
+    "reserve",
+    {
+        "systems": systems("east", ["a1", "a2"]),
+        "jobs": [
+            job("first", 1, max_time=2),
+            job("wide", 2, priority="high"),
+            job("narrow", 1),
+        ],
+    },
+    horizon=1,
+)
+
+SUITE = (GANG, POOLED, ADMIN, ABBA, RESERVE)

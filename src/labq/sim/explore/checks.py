@@ -97,12 +97,21 @@ class View:
                 continue
             other = seen.setdefault(recipe.system, recipe.id)
             if other != recipe.id:
-                out.append(Violation("one recipe per system", f"{recipe.system} serves recipes"
-                                     f" {other} and {recipe.id}"))
+                out.append(
+                    Violation(
+                        "one recipe per system",
+                        f"{recipe.system} serves recipes {other} and {recipe.id}",
+                    )
+                )
             if self.core.systems[recipe.system].recipe != recipe.id:
-                out.append(Violation("one recipe per system", f"recipe {recipe.id} holds"
-                                     f" {recipe.system}, which says it serves"
-                                     f" {self.core.systems[recipe.system].recipe}"))
+                out.append(
+                    Violation(
+                        "one recipe per system",
+                        f"recipe {recipe.id} holds"
+                        f" {recipe.system}, which says it serves"
+                        f" {self.core.systems[recipe.system].recipe}",
+                    )
+                )
         return out
 
     def whole_starts(self) -> list[Violation]:
@@ -112,8 +121,9 @@ class View:
         started: set[int] = set()
         # a condition changed later in the event: judge by the conditions a system may
         # come back from (the start was checked against the condition of its moment)
-        changed = max((i for i, c in enumerate(self.calls) if c[0] == "change_condition"),
-                      default=-1)
+        changed = max(
+            (i for i, c in enumerate(self.calls) if c[0] == "change_condition"), default=-1
+        )
         for index, decision in self.indexed():
             if isinstance(decision, d.Start):
                 started.add(decision.set)
@@ -121,19 +131,32 @@ class View:
                 for recipe in entry.recipes:
                     fqdn = recipe.system
                     if fqdn is None or self.core.systems[fqdn].lab != decision.lab:
-                        out.append(Violation("whole start", f"set {entry.id} started in"
-                                             f" {decision.lab} with recipe {recipe.id} on {fqdn}"))
+                        out.append(
+                            Violation(
+                                "whole start",
+                                f"set {entry.id} started in"
+                                f" {decision.lab} with recipe {recipe.id} on {fqdn}",
+                            )
+                        )
                     elif not self.usable(
                         self.world.recipes[recipe.id], fqdn, entry.group, index < changed
                     ):
-                        out.append(Violation("whole start", f"set {entry.id} started with"
-                                             f" recipe {recipe.id} on {fqdn}, which it may not use"))
+                        out.append(
+                            Violation(
+                                "whole start",
+                                f"set {entry.id} started with"
+                                f" recipe {recipe.id} on {fqdn}, which it may not use",
+                            )
+                        )
             elif isinstance(decision, d.Release) and (
                 decision.set in started
                 or (decision.set not in starting and self.world.sets[decision.set].started_at)
             ):
-                out.append(Violation("whole start", f"set {decision.set} lost {decision.system}"
-                                     " after it started"))
+                out.append(
+                    Violation(
+                        "whole start", f"set {decision.set} lost {decision.system} after it started"
+                    )
+                )
         return out
 
     def excludes(self) -> list[Violation]:
@@ -142,10 +165,18 @@ class View:
         for decision in self.decisions():
             if isinstance(decision, d.Schedule):
                 recipe = self.world.recipes[decision.recipe]
-                if decision.system in recipe.excluded or recipe.force not in (None, decision.system):
-                    out.append(Violation("retry elsewhere", f"recipe {recipe.id} of set"
-                                         f" {decision.set} got {decision.system}, which it"
-                                         f" excludes ({', '.join(sorted(recipe.excluded))})"))
+                if decision.system in recipe.excluded or recipe.force not in (
+                    None,
+                    decision.system,
+                ):
+                    out.append(
+                        Violation(
+                            "retry elsewhere",
+                            f"recipe {recipe.id} of set"
+                            f" {decision.set} got {decision.system}, which it"
+                            f" excludes ({', '.join(sorted(recipe.excluded))})",
+                        )
+                    )
             elif isinstance(decision, d.Retry):
                 run = self.world.sets[decision.set]
                 for index, recipe in enumerate(run.recipes):
@@ -154,9 +185,14 @@ class View:
                     if recipe.state is RecipeState.ABORTED and recipe.ran_on is not None:
                         lost |= {recipe.ran_on} - avoid
                     if lost:
-                        out.append(Violation("retry elsewhere", f"the retry of set {run.id}"
-                                             f" may use {', '.join(sorted(lost))} again for"
-                                             f" recipe {recipe.id}"))
+                        out.append(
+                            Violation(
+                                "retry elsewhere",
+                                f"the retry of set {run.id}"
+                                f" may use {', '.join(sorted(lost))} again for"
+                                f" recipe {recipe.id}",
+                            )
+                        )
         return out
 
     def wound_wait(self) -> list[Violation]:
@@ -168,9 +204,14 @@ class View:
                 continue
             top = max((self.core.sets[i] for i in ids), key=self.rank)
             if self.match(top, lab) is not None:
-                out.append(Violation("holds by global rank", f"set {top.id}, the best-ranked"
-                                     f" holder of {lab}, could start ({self.describe(lab)})"
-                                     " but waits"))
+                out.append(
+                    Violation(
+                        "holds by global rank",
+                        f"set {top.id}, the best-ranked"
+                        f" holder of {lab}, could start ({self.describe(lab)})"
+                        " but waits",
+                    )
+                )
         return out
 
     def no_queue_jumping(self, before: Mapping[str, frozenset[int]]) -> list[Violation]:
@@ -189,10 +230,15 @@ class View:
                 with_it = self.reserved(holder, lab)
                 without = self.reserved(holder, lab, freed=mine)
                 if with_it > without:
-                    out.append(Violation("no queue jumping", f"set {started.id} started on"
-                                         f" {', '.join(sorted(mine))} and moved the reserved"
-                                         f" start of higher-ranked holder {holder.id} from"
-                                         f" {without:g} to {with_it:g}"))
+                    out.append(
+                        Violation(
+                            "no queue jumping",
+                            f"set {started.id} started on"
+                            f" {', '.join(sorted(mine))} and moved the reserved"
+                            f" start of higher-ranked holder {holder.id} from"
+                            f" {without:g} to {with_it:g}",
+                        )
+                    )
         return out
 
     def no_idle_fit(self) -> list[Violation]:
@@ -206,14 +252,20 @@ class View:
             for entry in self.waiting():
                 if entry.lab is not None or self.core.keeper.reason(entry, lab) is not None:
                     continue
+
                 def fits(recipe: RecipeRun, fqdn: str, entry: SetEntry = entry) -> bool:
                     return fqdn in free and self.now_usable(recipe, fqdn, entry)
 
                 for placement in self.matchings(entry, lab, fits):
                     if not self.delays_any(entry, lab, placement):
-                        out.append(Violation("no idle fit", f"set {entry.id} could start on"
-                                             f" {', '.join(placement)} in {lab} delaying no"
-                                             " holder, but waits"))
+                        out.append(
+                            Violation(
+                                "no idle fit",
+                                f"set {entry.id} could start on"
+                                f" {', '.join(placement)} in {lab} delaying no"
+                                " holder, but waits",
+                            )
+                        )
                         break
         return out
 
@@ -234,14 +286,24 @@ class View:
                         continue
                     cap = self.cap(system.pools, entry.group)
                     if cap is None:
-                        out.append(Violation("pool caps", f"{fqdn} offered to set {entry.id},"
-                                             f" whose group {entry.group} may not use it"))
+                        out.append(
+                            Violation(
+                                "pool caps",
+                                f"{fqdn} offered to set {entry.id},"
+                                f" whose group {entry.group} may not use it",
+                            )
+                        )
                         continue
                     nominal = int(entry.priority)
                     key = (min(nominal, int(cap)), nominal)
                     if last is not None and key > last:
-                        out.append(Violation("pool caps", f"{fqdn} offered to set {entry.id}"
-                                             f" (effective, nominal {key}) after a set of {last}"))
+                        out.append(
+                            Violation(
+                                "pool caps",
+                                f"{fqdn} offered to set {entry.id}"
+                                f" (effective, nominal {key}) after a set of {last}",
+                            )
+                        )
                     last = key
             finally:
                 walk.close()
@@ -335,23 +397,29 @@ class View:
 
         return next(iter(self.matchings(entry, lab, fits)), None) is not None
 
-    def available(self, fqdn: str, holder: SetEntry | None, freed: frozenset[str] = frozenset()
-                  ) -> float:
+    def available(
+        self, fqdn: str, holder: SetEntry | None, freed: frozenset[str] = frozenset()
+    ) -> float:
         """When the system is free for ``holder`` at the soonest (EASY's view of the lab)."""
         system = self.core.systems[fqdn]
         if system.recipe is None or fqdn in freed:
             return self.now
         owner = self.core.sets[self.core.recipes[system.recipe].set_id]
-        if holder is not None and (owner.id == holder.id or (
-            not owner.started and self.rank(owner) < self.rank(holder)
-        )):
+        if holder is not None and (
+            owner.id == holder.id or (not owner.started and self.rank(owner) < self.rank(holder))
+        ):
             return self.now
         if not owner.started or owner.started_at is None:
             return NEVER  # a higher-ranked holder's (or anyone's, for a non-holder)
         return NEVER if owner.max_time is None else owner.started_at + owner.max_time
 
-    def reserved(self, holder: SetEntry, lab: str, freed: Iterable[str] = (),
-                 busy: Mapping[str, float] | None = None) -> float:
+    def reserved(
+        self,
+        holder: SetEntry,
+        lab: str,
+        freed: Iterable[str] = (),
+        busy: Mapping[str, float] | None = None,
+    ) -> float:
         """The holder's soonest start in ``lab``: the first moment its recipes match systems
         it may use that are free by then (``freed`` count as free now, ``busy`` until then)."""
         gone = frozenset(freed)
@@ -362,6 +430,7 @@ class View:
                 if busy and f in busy:
                     times[f] = max(times[f], busy[f])
         for moment in sorted({t for t in times.values() if t < NEVER}):
+
             def ok(recipe: RecipeRun, fqdn: str, at: float = moment) -> bool:
                 return times[fqdn] <= at and self.now_usable(recipe, fqdn, holder)
 
@@ -386,8 +455,11 @@ class View:
             if s.lab != lab:
                 continue
             if s.recipe is None:
-                parts.append(f"{f} free" if s.condition is Condition.AUTOMATED
-                             else f"{f} {s.condition.value}")
+                parts.append(
+                    f"{f} free"
+                    if s.condition is Condition.AUTOMATED
+                    else f"{f} {s.condition.value}"
+                )
             else:
                 owner = self.core.sets[self.core.recipes[s.recipe].set_id]
                 parts.append(f"{f} {'runs' if owner.started else 'held by'} set {owner.id}")

@@ -82,7 +82,9 @@ class Recorder:
         self, set_id: int, grants: Sequence[Grant] | None, now: float
     ) -> list[d.Decision]:
         held = None if grants is None else tuple(grants)
-        return self._note("locks_held", (set_id, held), now, self.core.locks_held(set_id, grants, now))
+        return self._note(
+            "locks_held", (set_id, held), now, self.core.locks_held(set_id, grants, now)
+        )
 
     def consistency_pass(self, now: float) -> list[d.Decision]:
         return self._note("consistency_pass", (), now, self.core.consistency_pass(now))
@@ -212,7 +214,10 @@ def enabled(point: Point, context: Context) -> list[Event]:
         return out + ([Event("advance")] if now < lab.end else [])
     if (w.CONDITION, 0) >= point.floor:
         for i, (fqdn, condition) in enumerate(lab.conditions):
-            if f"condition{i}" not in point.used and world.ledger.systems[fqdn].condition is not condition:
+            if (
+                f"condition{i}" not in point.used
+                and world.ledger.systems[fqdn].condition is not condition
+            ):
                 out.append(Event("condition", fqdn, condition.value))
     if (w.CONTROL, 0) >= point.floor:
         for job in lab.cancels:
@@ -260,9 +265,7 @@ def _apply(point: Point, event: Event, context: Context) -> None:
     elif event.what in ("finish", "abort"):
         _end(world, context.set_of(event.target), aborted=event.what == "abort")
     elif event.what == "condition":
-        index = next(
-            i for i, (f, c) in enumerate(lab.conditions) if (f, c.value) == event[1:]
-        )
+        index = next(i for i, (f, c) in enumerate(lab.conditions) if (f, c.value) == event[1:])
         point.used |= {f"condition{index}"}
         world.set_condition(event.target, Condition(event.value))
     elif event.what == "cancel":
@@ -333,9 +336,10 @@ def key(point: Point, context: Context) -> Hashable:
             finishing.append((time, kind, _plain(payload), False, ()))
     floor: Hashable = point.floor
     if point.floor[0] == w.FINISH:  # who may still end this instant
-        floor = (w.FINISH, tuple(sorted(
-            s for s in world.sets if (_finish_seq(world, s) or -1) > point.floor[1]
-        )))
+        floor = (
+            w.FINISH,
+            tuple(sorted(s for s in world.sets if (_finish_seq(world, s) or -1) > point.floor[1])),
+        )
     sets = tuple(
         (
             run.id,
@@ -368,8 +372,18 @@ def key(point: Point, context: Context) -> Hashable:
     )
     holders = tuple((lab, tuple(sorted(ids))) for lab, ids in sorted(core.holders.items()))
     free = tuple((lab, tuple(sorted(f))) for lab, f in sorted(core.free.items()))
-    return (point.now, floor, point.used, point.error, tuple(finishing), sets, entries,
-            systems, holders, free)
+    return (
+        point.now,
+        floor,
+        point.used,
+        point.error,
+        tuple(finishing),
+        sets,
+        entries,
+        systems,
+        holders,
+        free,
+    )
 
 
 def _plain(payload: tuple[Any, ...]) -> Hashable:

@@ -64,6 +64,7 @@ class Result:
     seconds: float = 0.0
     quiescent: int = 0
     drained: int = 0  # points from which drain edges reach a quiescent point
+    undrained: int = 0  # points up to the horizon from which they reach none (should be 0)
     complete: bool = True  # False: stopped at ``max_states`` or at the first finding
     findings: list[Finding] = field(default_factory=list)
 
@@ -85,6 +86,7 @@ def explore(lab: Lab, *, max_states: int | None = None, first: bool = False) -> 
     parents: list[tuple[int, int, Event] | None] = [None]  # id -> (parent, its instant, event)
     seen: dict[Hashable, int] = {key(root, context): 0}
     drains: list[list[int]] = [[]]
+    instants = [0]
     quiet: list[int] = []
     rules: set[str] = set()
     frontier: deque[tuple[int, bytes]] = deque([(0, _pack(root))])
@@ -102,6 +104,7 @@ def explore(lab: Lab, *, max_states: int | None = None, first: bool = False) -> 
                 found = seen[k] = len(parents)
                 parents.append((parent_id, instant, event))
                 drains.append([])
+                instants.append(point.now)
                 broken = check(before, point, context)
                 if event.what == "advance":
                     quiescent = not point.world.running() and not _due(point, lab)
@@ -127,7 +130,11 @@ def explore(lab: Lab, *, max_states: int | None = None, first: bool = False) -> 
                 drains[parent_id].append(found)
     result.states = len(parents)
     result.quiescent = len(quiet)
-    result.drained = _drained(drains, quiet)
+    reached = _drained(drains, quiet)
+    result.drained = len(reached)
+    result.undrained = sum(
+        1 for node, at in enumerate(instants) if at <= lab.horizon and node not in reached
+    )
     result.seconds = time.perf_counter() - began
     return result
 
@@ -158,8 +165,8 @@ def _path(parents: list[tuple[int, int, Event] | None], node: int) -> tuple[Step
     return tuple(reversed(steps))
 
 
-def _drained(drains: list[list[int]], quiet: list[int]) -> int:
-    """How many points reach a quiescent point through drain edges (reverse search)."""
+def _drained(drains: list[list[int]], quiet: list[int]) -> set[int]:
+    """The points that reach a quiescent point through drain edges (a reverse search)."""
     back: list[list[int]] = [[] for _ in drains]
     for source, targets in enumerate(drains):
         for target in targets:
@@ -171,7 +178,7 @@ def _drained(drains: list[list[int]], quiet: list[int]) -> int:
             if source not in reached:
                 reached.add(source)
                 todo.append(source)
-    return len(reached)
+    return reached
 
 
 def _pack(point: Point) -> bytes:

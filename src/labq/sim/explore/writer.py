@@ -64,11 +64,21 @@ def write(lab: Lab, finding: Finding, target: str | Path) -> Path:
 
 
 def reproduce(lab: Lab, scenario: str | Path) -> list[Call]:
-    """Run a written scenario under ``labq sim`` with the lab's core: every call it got."""
+    """Run a written scenario under ``labq sim`` with the lab's core: every call it got
+    that decided something or was not a consistency pass (see :func:`essential`)."""
     parsed, files = load_scenario(scenario)
     core = Recorder(lab.core(parsed.config.scheduler(), access_policy(parsed)))
     simulate(parsed, files, policy=core)
-    return core.log
+    return essential(core.log)
+
+
+def essential(calls: list[Call]) -> list[Call]:
+    """The calls but consistency passes that decided nothing.
+
+    The simulator adds such a pass when nothing runs and no event is left to
+    come, which depends on the rest of the scenario: the explorer cannot know it.
+    """
+    return [c for c in calls if c[0] != "consistency_pass" or c[3]]
 
 
 def _recipe(spec: dict[str, Any], ran: RecipeRun) -> dict[str, Any]:
