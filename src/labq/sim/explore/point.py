@@ -261,6 +261,8 @@ def _apply(point: Point, event: Event, context: Context) -> None:
     _pump(world, (kind, order))
     point.floor = (kind, order)
     if event.what == "submit":
+        for set_id in context.job_sets[event.target]:
+            world.sets[set_id].submitted = world.now  # as the scenario's ``submit_at``
         world.submit(context.job_sets[event.target])
     elif event.what in ("finish", "abort"):
         _end(world, context.set_of(event.target), aborted=event.what == "abort")
