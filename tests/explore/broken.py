@@ -112,3 +112,17 @@ class Forgetful(Scheduler):
 def forgetful(config: SchedulerConfig, access: AccessPolicy) -> Scheduler:
     """The core with retries that may run where they aborted."""
     return Forgetful(config, access)
+
+
+class FlatWeights(Scheduler):
+    """A core whose predictive weight ignores the running sets' locks (spv is the base)."""
+
+    def _spv_of(self, entry: SetEntry) -> float:
+        if self.keeper.weighs_nothing(entry):
+            return 0.0
+        return self.config.spv_base
+
+
+def flat_weights(config: SchedulerConfig, access: AccessPolicy) -> Scheduler:
+    """The core with :class:`FlatWeights`."""
+    return FlatWeights(config, access)

@@ -92,4 +92,19 @@ RESERVE = Lab(
     horizon=1,
 )
 
-SUITE = (GANG, POOLED, ADMIN, ABBA, RESERVE)
+
+# Declared locks (seed 004): a writer and a reader of nfs1, and a lock-free set.
+LOCKS = Lab(
+    "locks",
+    {
+        "systems": systems("east", ["e1", "e2"]),
+        "jobs": [
+            job("writer", 1, max_time=1, locks={"storage": {"exclusive": ["nfs1"]}}),
+            job("reader", 1, locks={"storage": {"shared": ["nfs1"]}}),
+            job("plain", 1, max_time=2),
+        ],
+    },
+    horizon=1,
+)
+
+SUITE = (GANG, POOLED, ADMIN, ABBA, RESERVE, LOCKS)

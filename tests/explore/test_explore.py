@@ -22,8 +22,8 @@ from labq.sim.metrics import stuck
 from labq.sim.runner import access_policy, simulate
 from labq.sim.scenario import load_scenario
 
-from .broken import forgetful, no_caps, no_reservation, per_pool_holds
-from .labs import ABBA, ADMIN, POOLED, RESERVE, SUITE
+from .broken import flat_weights, forgetful, no_caps, no_reservation, per_pool_holds
+from .labs import ABBA, ADMIN, LOCKS, POOLED, RESERVE, SUITE
 
 
 _RESULTS: dict[tuple[str, str], Result] = {}
@@ -56,6 +56,7 @@ BROKEN: list[tuple[Lab, Core, str]] = [
     (ABBA, per_pool_holds, "holds by global rank"),
     (POOLED, no_caps, "pool caps"),
     (ADMIN, forgetful, "retry elsewhere"),
+    (LOCKS, flat_weights, "predictive order"),
 ]
 
 
@@ -107,7 +108,7 @@ def test_labq_sim_runs_a_written_counterexample(tmp_path: Path) -> None:
     assert '"policy": "labq"' in done.stdout
 
 
-@pytest.mark.parametrize("lab", [ADMIN, POOLED], ids=lambda lab: lab.name)
+@pytest.mark.parametrize("lab", [ADMIN, POOLED, LOCKS], ids=lambda lab: lab.name)
 @settings(max_examples=20, deadline=None)
 @given(choices=st.lists(st.integers(min_value=0, max_value=40), max_size=16))
 def test_every_explored_path_is_a_run_of_the_scenario_it_writes(

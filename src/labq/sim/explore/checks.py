@@ -12,6 +12,8 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from labq.domain.contention import LockNeeds
+from labq.domain.locks import LockDecl, LockKind
 from labq.domain.priority import Priority
 from labq.domain.requirements import matches
 from labq.domain.states import Condition, RecipeState
@@ -43,7 +45,7 @@ def check(before: Mapping[str, frozenset[int]], point: Point, context: Context) 
     view = View(point, context)
     found = [*view.one_recipe_per_system(), *view.whole_starts(), *view.excludes()]
     found += [*view.wound_wait(), *view.no_queue_jumping(before), *view.no_idle_fit()]
-    found += view.pool_caps()
+    found += [*view.pool_caps(), *view.predictive()]
     return found
 
 
@@ -309,6 +311,36 @@ class View:
                 walk.close()
         return out
 
+    def predictive(self) -> list[Violation]:
+        """A waiting set's static predictive value is the seed's formula over the running
+        sets' declarations, from the seed's table — or 0 when no cell gives it a chance of
+        waiting (1.5 or 3) and it takes an exclusive lock or was kept for one (labq's rule,
+        scheduling.md § The predictive queue)."""
+        config = self.core.config
+        if not config.predictive:
+            return []
+        running = [r.locks for r in self.world.sets.values()
+                   if r.started_at is not None and r.finished_at is None]
+        out = []
+        for entry in self.core.sets.values():
+            if not entry.waiting or not entry.locks.declares:
+                continue
+            if entry.locks.whole_lab:
+                cells = [3.0]
+                expected = config.spv_base + 15.0
+            else:
+                worst = [max((_cell(entry.locks.at(level), _held(other, level))
+                              for other in running), default=0.0)
+                         for level in config.lock_levels]
+                cells = worst
+                expected = config.spv_base + sum(worst)
+            if entry.spv == 0.0 and max(cells, default=0.0) < 1.5:
+                continue
+            if abs(entry.spv - expected) > 1e-9:
+                out.append(Violation("predictive order", f"set {entry.id} weighs spv"
+                                     f" {entry.spv:g}, the seed's table gives {expected:g}"))
+        return out
+
     # --- helpers -------------------------------------------------------------------------
 
     def decisions(self) -> Iterable[d.Decision]:
@@ -464,3 +496,30 @@ class View:
                 owner = self.core.sets[self.core.recipes[s.recipe].set_id]
                 parts.append(f"{f} {'runs' if owner.started else 'held by'} set {owner.id}")
         return ", ".join(parts)
+
+
+# Seed 004's table, as the seed prints it: SEED[pending][running]; "named" cells are 3 when
+# the two name sets overlap, else the number given.
+_KINDS = ("none", "shared", "unknown_shared", "all_shared", "exclusive", "unknown_exclusive",
+          "all_exclusive")
+_ROWS = {
+    "none": (0, 0, 0, 0, 0, 0, 0),
+    "shared": (0.3, 0, 0, 0, "named 0.3", 1.5, 3),
+    "unknown_shared": (0.3, 0.3, 0.3, 0.3, 1.5, 1.5, 3),
+    "all_shared": (0.3, 0.3, 0.3, 0.3, 3, 3, 3),
+    "exclusive": (0.5, "named 0.5", 1.5, 3, "named 0.5", 1.5, 3),
+    "unknown_exclusive": (0.5, 1.5, 1.5, 3, 1.5, 1.5, 3),
+    "all_exclusive": (0.5, 3, 3, 3, 3, 3, 3),
+}
+
+
+def _cell(pending: LockDecl, running: LockDecl) -> float:
+    value = _ROWS[pending.kind.value][_KINDS.index(running.kind.value)]
+    if isinstance(value, str):
+        return 3.0 if pending.names & running.names else float(value.split()[1])
+    return float(value)
+
+
+def _held(needs: LockNeeds, level: str) -> LockDecl:
+    """What a running set holds on a level (its declaration; a whole-lab set: everything)."""
+    return LockDecl(LockKind.ALL_EXCLUSIVE) if needs.whole_lab else needs.at(level)
