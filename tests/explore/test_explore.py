@@ -25,7 +25,6 @@ from labq.sim.scenario import load_scenario
 from .broken import flat_weights, forgetful, no_caps, no_reservation, per_pool_holds
 from .labs import ABBA, ADMIN, LOCKS, POOLED, RESERVE, SUITE
 
-
 _RESULTS: dict[tuple[str, str], Result] = {}
 
 
@@ -98,7 +97,7 @@ def test_labq_sim_runs_a_written_counterexample(tmp_path: Path) -> None:
     finding = explored(broken).findings[0]
     scenario = write(broken, finding, tmp_path / "jump.yaml")
     script = Path(sys.executable).parent / "labq"
-    done = subprocess.run(  # noqa: S603 - our own command
+    done = subprocess.run(
         [str(script), "sim", str(scenario), "--json"],
         capture_output=True,
         text=True,

@@ -59,7 +59,7 @@ def stuck(point: Point, context: Context) -> list[Violation]:
     some lab's usable systems could run whole is a set that will never start."""
     view = View(point, context)
     world = point.world
-    if world.running() or any(t <= context.lab.end for t, *_ in world._heap):  # noqa: SLF001
+    if world.running() or any(t <= context.lab.end for t, *_ in world._heap):
         return []
     out = []
     for entry in view.waiting():
@@ -255,7 +255,9 @@ class View:
                 if entry.lab is not None or self.core.keeper.reason(entry, lab) is not None:
                     continue
 
-                def fits(recipe: RecipeRun, fqdn: str, entry: SetEntry = entry) -> bool:
+                def fits(
+                    recipe: RecipeRun, fqdn: str, entry: SetEntry = entry, free: set[str] = free
+                ) -> bool:
                     return fqdn in free and self.now_usable(recipe, fqdn, entry)
 
                 for placement in self.matchings(entry, lab, fits):
@@ -319,8 +321,11 @@ class View:
         config = self.core.config
         if not config.predictive:
             return []
-        running = [r.locks for r in self.world.sets.values()
-                   if r.started_at is not None and r.finished_at is None]
+        running = [
+            r.locks
+            for r in self.world.sets.values()
+            if r.started_at is not None and r.finished_at is None
+        ]
         out = []
         for entry in self.core.sets.values():
             if not entry.waiting or not entry.locks.declares:
@@ -329,16 +334,25 @@ class View:
                 cells = [3.0]
                 expected = config.spv_base + 15.0
             else:
-                worst = [max((_cell(entry.locks.at(level), _held(other, level))
-                              for other in running), default=0.0)
-                         for level in config.lock_levels]
+                worst = [
+                    max(
+                        (_cell(entry.locks.at(level), _held(other, level)) for other in running),
+                        default=0.0,
+                    )
+                    for level in config.lock_levels
+                ]
                 cells = worst
                 expected = config.spv_base + sum(worst)
             if entry.spv == 0.0 and max(cells, default=0.0) < 1.5:
                 continue
             if abs(entry.spv - expected) > 1e-9:
-                out.append(Violation("predictive order", f"set {entry.id} weighs spv"
-                                     f" {entry.spv:g}, the seed's table gives {expected:g}"))
+                out.append(
+                    Violation(
+                        "predictive order",
+                        f"set {entry.id} weighs spv"
+                        f" {entry.spv:g}, the seed's table gives {expected:g}",
+                    )
+                )
         return out
 
     # --- helpers -------------------------------------------------------------------------
@@ -500,9 +514,16 @@ class View:
 
 # Seed 004's table, as the seed prints it: SEED[pending][running]; "named" cells are 3 when
 # the two name sets overlap, else the number given.
-_KINDS = ("none", "shared", "unknown_shared", "all_shared", "exclusive", "unknown_exclusive",
-          "all_exclusive")
-_ROWS = {
+_KINDS = (
+    "none",
+    "shared",
+    "unknown_shared",
+    "all_shared",
+    "exclusive",
+    "unknown_exclusive",
+    "all_exclusive",
+)
+_ROWS: dict[str, tuple[float | str, ...]] = {
     "none": (0, 0, 0, 0, 0, 0, 0),
     "shared": (0.3, 0, 0, 0, "named 0.3", 1.5, 3),
     "unknown_shared": (0.3, 0.3, 0.3, 0.3, 1.5, 1.5, 3),

@@ -44,7 +44,9 @@ class Recorder:
         self.core = core
         self.log: list[Call] = []
 
-    def _note(self, method: str, args: tuple[Hashable, ...], now: float, out: list[d.Decision]):
+    def _note(
+        self, method: str, args: tuple[Hashable, ...], now: float, out: list[d.Decision]
+    ) -> list[d.Decision]:
         self.log.append((method, args, now, tuple(out)))
         return out
 
@@ -212,14 +214,14 @@ def enabled(point: Point, context: Context) -> list[Event]:
                 out.append(Event("abort", job))
     if now > lab.horizon:  # the users and admins have stopped: sets end, time passes
         return out + ([Event("advance")] if now < lab.end else [])
-    if (w.CONDITION, 0) >= point.floor:
+    if point.floor <= (w.CONDITION, 0):
         for i, (fqdn, condition) in enumerate(lab.conditions):
             if (
                 f"condition{i}" not in point.used
                 and world.ledger.systems[fqdn].condition is not condition
             ):
                 out.append(Event("condition", fqdn, condition.value))
-    if (w.CONTROL, 0) >= point.floor:
+    if point.floor <= (w.CONTROL, 0):
         for job in lab.cancels:
             if f"cancel {job}" not in point.used and _live(world, context, job):
                 out.append(Event("cancel", job))
@@ -238,7 +240,7 @@ def apply(point: Point, event: Event, context: Context) -> None:
     recorder(point.world).log.clear()
     try:
         _apply(point, event, context)
-    except Exception as exc:  # noqa: BLE001 - any exception is a finding, named in the report
+    except Exception as exc:
         point.error = f"{type(exc).__name__}: {exc}"
 
 
@@ -292,7 +294,7 @@ def _end(world: World, set_id: int, *, aborted: bool) -> None:
 def _finish_seq(world: World, set_id: int) -> int | None:
     """Where the set's end sits among the ends of this instant (the simulator's sequence)."""
     token = world.sets[set_id].finish_token
-    for _, kind, seq, payload in world._heap:  # noqa: SLF001 - the explorer reads the heap
+    for _, kind, seq, payload in world._heap:
         if kind == w.FINISH and payload[0] == set_id and payload[1] == token:
             return seq
     return None
@@ -300,7 +302,7 @@ def _finish_seq(world: World, set_id: int) -> int | None:
 
 def _pump(world: World, before: tuple[int, int]) -> None:
     """Carry out the world's own events of this instant that come before ``before``."""
-    heap = world._heap  # noqa: SLF001
+    heap = world._heap
     while heap:
         time, kind, seq, _ = heap[0]
         if time > world.now or (kind, seq if kind == w.FINISH else math.inf) >= before:
@@ -328,7 +330,7 @@ def key(point: Point, context: Context) -> Hashable:
     core = recorder(world).core
     horizon = context.lab.end
     finishing = []
-    for time, kind, seq, payload in sorted(world._heap):  # noqa: SLF001
+    for time, kind, _seq, payload in sorted(world._heap):
         if time > horizon:
             continue
         if kind == w.FINISH:

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from labq.sim.explore.checks import Violation, check, holders, stuck
 from labq.sim.explore.lab import Lab
 from labq.sim.explore.point import (
-    START,
     Call,
     Context,
     Event,
@@ -34,8 +33,8 @@ from labq.sim.explore.point import (
     initial,
     key,
     pack,
-    unpack,
     recorder,
+    unpack,
 )
 
 DRAIN = frozenset({"finish", "abort", "advance"})
@@ -152,7 +151,7 @@ def replay(lab: Lab, path: tuple[Step, ...]) -> tuple[Point, Context, list[Call]
 
 
 def _due(point: Point, lab: Lab) -> bool:
-    return any(t <= lab.end for t, *_ in point.world._heap)  # noqa: SLF001
+    return any(t <= lab.end for t, *_ in point.world._heap)
 
 
 def _path(parents: list[tuple[int, int, Event] | None], node: int) -> tuple[Step, ...]:
