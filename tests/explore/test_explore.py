@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from labq.sim.explore.lab import Core, Lab
-from labq.sim.explore.point import Recorder, apply, enabled, initial
+from labq.sim.explore.point import apply, enabled, initial
+from labq.sim.explore.recorder import Recorder
 from labq.sim.explore.search import Result, Step, explore, replay
 from labq.sim.explore.writer import essential, reproduce, scenario_of, write
 from labq.sim.metrics import stuck

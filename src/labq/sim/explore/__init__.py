@@ -1,4 +1,4 @@
-"""Explore every order of events on a small lab (issue 16; docs/scheduling.md § Explored).
+"""Explore every order of events on a small lab (issue 16; docs/simulation.md).
 
 The explorer drives the real core inside the simulator's :class:`~labq.sim.world.World`,
 so each path it takes is a run ``labq sim`` can replay from a scenario file:

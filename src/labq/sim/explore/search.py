@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from labq.sim.explore.checks import Violation, check, holders, stuck
 from labq.sim.explore.lab import Lab
 from labq.sim.explore.point import (
-    Call,
     Context,
     Event,
     Point,
@@ -36,6 +35,7 @@ from labq.sim.explore.point import (
     recorder,
     unpack,
 )
+from labq.sim.explore.recorder import Call
 
 DRAIN = frozenset({"finish", "abort", "advance"})
 Step = tuple[int, Event]  # (instant, event)

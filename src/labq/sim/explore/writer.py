@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from labq.sim.explore.lab import Lab
-from labq.sim.explore.point import Call, Recorder
+from labq.sim.explore.recorder import Call, Recorder
 from labq.sim.explore.search import Finding, Step, replay
 from labq.sim.runner import access_policy, simulate
 from labq.sim.scenario import load_scenario
