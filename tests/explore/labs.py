@@ -107,4 +107,19 @@ LOCKS = Lab(
     horizon=1,
 )
 
-SUITE = (GANG, POOLED, ADMIN, ABBA, RESERVE, LOCKS)
+# Two labs of two: a wide set holds in one lab and may move to the other when it frees.
+MOVE = Lab(
+    "move",
+    {
+        "systems": systems("east", ["e1", "e2"]) + systems("west", ["w1", "w2"]),
+        "jobs": [
+            job("east", 1, max_time=2, host={"fqdn": "e1"}),
+            job("west", 1, max_time=1, host={"fqdn": "w1"}),
+            job("wide", 2, priority="high", max_time=1),
+            job("small", 1, max_time=1),
+        ],
+    },
+    horizon=1,
+)
+
+SUITE = (GANG, POOLED, ADMIN, ABBA, RESERVE, LOCKS, MOVE)

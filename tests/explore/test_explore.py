@@ -14,7 +14,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from labq.sim.explore.lab import Core, Lab
+from labq.sim.explore.lab import Core, Lab, real_core
 from labq.sim.explore.point import apply, enabled, initial
 from labq.sim.explore.recorder import Recorder
 from labq.sim.explore.search import Result, Step, explore, replay
@@ -33,14 +33,16 @@ def explored(lab: Lab) -> Result:
     """The lab explored (once per test run: several tests look at one broken lab)."""
     key = (lab.name, lab.core.__name__)
     if key not in _RESULTS:
-        # the ABBA deadlock is found after its first finding: explore that lab whole
-        _RESULTS[key] = explore(lab, first=lab.name != "abba")
+        # a broken core stops at its first finding, but for ABBA's deadlock, which comes
+        # after its first (the holds); the real core is explored whole
+        first = lab.core is not real_core and lab.name != "abba"
+        _RESULTS[key] = explore(lab, first=first)
     return _RESULTS[key]
 
 
 @pytest.mark.parametrize("lab", SUITE, ids=lambda lab: lab.name)
 def test_every_order_of_events_keeps_every_invariant(lab: Lab) -> None:
-    result = explore(lab)
+    result = explored(lab)
     assert result.complete
     assert [str(f) for f in result.findings] == []
     # liveness over the graph: from every state up to the horizon, sets ending and time
@@ -48,6 +50,23 @@ def test_every_order_of_events_keeps_every_invariant(lab: Lab) -> None:
     assert result.undrained == 0
     assert result.quiescent > 0
     assert result.states > 100
+
+
+def test_the_small_labs_exercise_every_move_of_the_core() -> None:
+    seen = set().union(*(explored(lab).seen for lab in SUITE))
+    moves = {
+        "Release: taken by",  # wound-wait: a higher-ranked holder takes a lower one's hold
+        "Release: lent to",  # a backfill borrows a holder's system
+        "Release: moved to",  # a holder moves to a lab where it starts at once
+        "Release: rearranged within",  # a holder completes by moving its own holds
+        "Release: e2 became",  # a condition change takes a hold back
+        "Retry",
+        "Stop",
+        "Cancel",
+        "SetError",
+        "Idle",
+    }
+    assert moves <= seen
 
 
 BROKEN: list[tuple[Lab, Core, str]] = [

@@ -17,10 +17,11 @@ edges (ends and instants passing) within the horizon (:attr:`Result.drained`).
 from __future__ import annotations
 
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
+from labq.scheduler import decisions as d
 from labq.sim.explore.checks import Violation, check, holders, stuck
 from labq.sim.explore.lab import Lab
 from labq.sim.explore.point import (
@@ -66,6 +67,9 @@ class Result:
     undrained: int = 0  # points up to the horizon from which they reach none (should be 0)
     complete: bool = True  # False: stopped at ``max_states`` or at the first finding
     findings: list[Finding] = field(default_factory=list)
+    # decisions seen on new transitions, by kind (a release by the start of its reason):
+    # what the lab exercised
+    seen: Counter[str] = field(default_factory=Counter)
 
     @property
     def rate(self) -> float:
@@ -104,6 +108,7 @@ def explore(lab: Lab, *, max_states: int | None = None, first: bool = False) -> 
                 parents.append((parent_id, instant, event))
                 drains.append([])
                 instants.append(point.now)
+                result.seen.update(_kinds(recorder(point.world).log))
                 broken = check(before, point, context)
                 if event.what == "advance":
                     quiescent = not point.world.running() and not _due(point, lab)
@@ -148,6 +153,17 @@ def replay(lab: Lab, path: tuple[Step, ...]) -> tuple[Point, Context, list[Call]
         if point.error is not None:
             break
     return point, context, calls
+
+
+def _kinds(calls: list[Call]) -> list[str]:
+    out = []
+    for _, _, _, decisions in calls:
+        for decision in decisions:
+            name = type(decision).__name__
+            if isinstance(decision, d.Release):
+                name += ": " + " ".join(decision.reason.split()[:2])
+            out.append(name)
+    return out
 
 
 def _due(point: Point, lab: Lab) -> bool:
