@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import time
 from collections import Counter, deque
-from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 from labq.scheduler import decisions as d
@@ -87,7 +86,9 @@ def explore(lab: Lab, *, max_states: int | None = None, first: bool = False) -> 
     root, context = initial(lab)
     result = Result(lab.name)
     parents: list[tuple[int, int, Event] | None] = [None]  # id -> (parent, its instant, event)
-    seen: dict[Hashable, int] = {key(root, context): 0}
+    # keys by their hash: a point's key is a few kilobytes, and two keys of different
+    # points sharing a 64-bit hash in a million points has odds below 1e-7
+    seen: dict[int, int] = {hash(key(root, context)): 0}
     drains: list[list[int]] = [[]]
     instants = [0]
     quiet: list[int] = []
@@ -102,7 +103,7 @@ def explore(lab: Lab, *, max_states: int | None = None, first: bool = False) -> 
             point = base if index == len(events) - 1 else unpack(blob)
             apply(point, event, context)
             result.transitions += 1
-            found = seen.get(k := key(point, context))
+            found = seen.get(k := hash(key(point, context)))
             if found is None:
                 found = seen[k] = len(parents)
                 parents.append((parent_id, instant, event))
