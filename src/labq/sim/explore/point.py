@@ -40,6 +40,12 @@ class Event(NamedTuple):
     def __str__(self) -> str:
         return " ".join(p for p in (self.what, self.target, self.value) if p)
 
+    @classmethod
+    def parse(cls, text: str) -> Event:
+        """The event :meth:`__str__` wrote."""
+        what, *rest = text.split()
+        return cls(what, *rest)
+
 
 # The order of kinds within one instant, as the simulator's heap has them.
 KIND = {

@@ -144,6 +144,20 @@ def explore(lab: Lab, *, max_states: int | None = None, first: bool = False) -> 
     return result
 
 
+def check_path(lab: Lab, path: tuple[Step, ...]) -> list[Finding]:
+    """Run a path again, checking every invariant after each event: what it breaks first."""
+    point, context = initial(lab)
+    for index, (_, event) in enumerate(path):
+        before = holders(point)
+        apply(point, event, context)
+        broken = check(before, point, context)
+        if event.what == "advance" and not point.world.running() and not _due(point, lab):
+            broken += stuck(point, context)
+        if broken:
+            return [Finding(violation, path[: index + 1]) for violation in broken]
+    return []
+
+
 def replay(lab: Lab, path: tuple[Step, ...]) -> tuple[Point, Context, list[Call]]:
     """Run a path again from the start: the point it ends at and every call to the core."""
     point, context = initial(lab)

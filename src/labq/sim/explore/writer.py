@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from labq.sim.explore.lab import Lab
+from labq.sim.explore.point import Event
 from labq.sim.explore.recorder import Call, Recorder
 from labq.sim.explore.search import Finding, Step, replay
 from labq.sim.runner import access_policy, simulate
@@ -61,6 +62,17 @@ def write(lab: Lab, finding: Finding, target: str | Path) -> Path:
     body = yaml.safe_dump(scenario_of(lab, finding.path), sort_keys=False)
     path.write_text(header + body, encoding="utf-8")
     return path
+
+
+def read_path(scenario: str | Path) -> tuple[Step, ...]:
+    """The event sequence a written scenario's header lists."""
+    steps = []
+    for line in Path(scenario).read_text(encoding="utf-8").splitlines():
+        if not line.startswith("#   t="):
+            continue
+        at, _, event = line.removeprefix("#   t=").partition(" ")
+        steps.append((int(at), Event.parse(event)))
+    return tuple(steps)
 
 
 def reproduce(lab: Lab, scenario: str | Path) -> list[Call]:
