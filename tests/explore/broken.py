@@ -16,6 +16,7 @@ from labq.scheduler.backfill import Backfill, Protected
 from labq.scheduler.core import Scheduler
 from labq.scheduler.entries import SchedulerConfig, SetEntry
 from labq.scheduler.holds import Holds
+from labq.scheduler.lockline import Keeper
 
 
 class NoReservation(Backfill):
@@ -126,3 +127,20 @@ class FlatWeights(Scheduler):
 def flat_weights(config: SchedulerConfig, access: AccessPolicy) -> Scheduler:
     """The core with :class:`FlatWeights`."""
     return FlatWeights(config, access)
+
+
+class StaleDue(Keeper):
+    """The keeper as it was before the explorer's finding: a set due once stays due, even
+    after another set takes its lock again (a whole-lab set then weighed 0 while kept)."""
+
+    def taken_again(self) -> list[int]:
+        return []
+
+
+def stale_due(config: SchedulerConfig, access: AccessPolicy) -> Scheduler:
+    """The core with :class:`StaleDue` as its keeper."""
+    core = Scheduler(config, access)
+    core.keeper = StaleDue(
+        core.sets, core.books.rank_of, core.running_locks, enabled=config.predictive
+    )
+    return core

@@ -122,4 +122,21 @@ MOVE = Lab(
     horizon=1,
 )
 
-SUITE = (GANG, POOLED, ADMIN, ABBA, RESERVE, LOCKS, MOVE)
+# A whole-lab set kept behind a writer while a reader waits too (the explorer found the
+# whole-lab set weighing 0 after the reader, served first, started into its lab).
+WHOLE_LAB = Lab(
+    "whole-lab",
+    {
+        "systems": systems("east", ["e1", "e2"]),
+        "jobs": [
+            job("all", 1, max_time=1, locks={"whole_lab": True}),
+            job("w", 1, max_time=2, locks={"storage": {"exclusive": ["nfs"]}}),
+            job("r", 1, locks={"storage": {"shared": ["nfs"]}}),
+            job("u", 1, locks={"network": {"exclusive": "unknown"}}),
+        ],
+    },
+    horizon=1,
+    drain=5,  # sets one after another behind the locks: the queue needs 5 instants to drain
+)
+
+SUITE = (GANG, POOLED, ADMIN, ABBA, RESERVE, LOCKS, MOVE, WHOLE_LAB)

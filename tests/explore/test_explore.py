@@ -23,8 +23,15 @@ from labq.sim.metrics import stuck
 from labq.sim.runner import access_policy, simulate
 from labq.sim.scenario import load_scenario
 
-from .broken import flat_weights, forgetful, no_caps, no_reservation, per_pool_holds
-from .labs import ABBA, ADMIN, LOCKS, POOLED, RESERVE, SUITE
+from .broken import (
+    flat_weights,
+    forgetful,
+    no_caps,
+    no_reservation,
+    per_pool_holds,
+    stale_due,
+)
+from .labs import ABBA, ADMIN, LOCKS, POOLED, RESERVE, SUITE, WHOLE_LAB
 
 _RESULTS: dict[tuple[str, str], Result] = {}
 
@@ -116,6 +123,8 @@ SCENARIOS = Path(__file__).parent / "scenarios"
 KEPT: list[tuple[str, Lab, Core, str]] = [
     ("queue-jumping.yaml", RESERVE, no_reservation, "no queue jumping"),
     ("abba-deadlock.yaml", ABBA, per_pool_holds, "no deadlock"),
+    # found against the real core, fixed (Keeper.taken_again); the broken rule is the old code
+    ("whole-lab-due.yaml", WHOLE_LAB, stale_due, "predictive order"),
 ]
 
 
