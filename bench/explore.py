@@ -1,6 +1,6 @@
 """Explore every order of events on a larger small lab (not a test: run it by hand).
 
-    .venv/bin/python bench/explore.py [--horizon 1] [--max-states 200000] [--write DIR]
+    .venv/bin/python bench/explore.py [--horizon 1] [--max-states 1000000] [--write DIR]
 
 Four systems in two labs, two pools with group caps, five recipe sets of width
 1 to 3 with different priorities, groups and ``max_time``s (one with a retry),
@@ -77,7 +77,7 @@ def step_time(explored: Lab, rounds: int = 200) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--horizon", type=int, default=1)
-    parser.add_argument("--max-states", type=int, default=200_000)
+    parser.add_argument("--max-states", type=int, default=1_000_000)
     parser.add_argument("--write", type=Path, default=None)
     args = parser.parse_args()
     explored = lab(args.horizon)
