@@ -260,11 +260,12 @@ def _live(world: World, context: Context, job: str) -> bool:
 
 
 def key(point: Point, context: Context) -> Hashable:
-    """What the future of the point depends on, without names of sequence numbers or caches.
+    """What the future of the point depends on, without sequence numbers or caches.
 
     Two points with the same key behave alike: the world's sets, recipes and
     systems, the core's view of them (holds, holders, free systems, spv), the
-    world's pending events at or before the horizon, and the instant's floor.
+    world's pending events up to the last instant, the keeper's line and due sets
+    (issue 11), and the instant's floor.
     """
     world = point.world
     core = recorder(world).core
@@ -316,6 +317,7 @@ def key(point: Point, context: Context) -> Hashable:
     )
     holders = tuple((lab, tuple(sorted(ids))) for lab, ids in sorted(core.holders.items()))
     free = tuple((lab, tuple(sorted(f))) for lab, f in sorted(core.free.items()))
+    keeper = (tuple(sorted(core.keeper.due)), tuple(core.keeper.line.kept))  # in line, in order
     return (
         point.now,
         floor,
@@ -327,6 +329,7 @@ def key(point: Point, context: Context) -> Hashable:
         systems,
         holders,
         free,
+        keeper,
     )
 
 
