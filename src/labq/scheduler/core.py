@@ -753,6 +753,7 @@ class Scheduler:
         assert entry.lab is not None  # it runs
         if self.keeper.count(entry, entry.lab, grants or ()):
             self._lock_freed()
+        self._rekey(self.keeper.taken_again())
         return changed
 
     def _account_finish(self, entry: SetEntry, lab: str) -> None:
@@ -768,15 +769,19 @@ class Scheduler:
     def _lock_freed(self) -> None:
         """A lock was let go: sets kept for it may start, first, on idle systems too."""
         due, gone = self.keeper.freed()
-        for set_id in due:
+        self._rekey(due)
+        if gone:  # else every kept set still waits, and everyone behind them
+            self.books.reopen.update(self.free.keys())
+
+    def _rekey(self, set_ids: Iterable[int]) -> None:
+        """The sets' spv may have changed (they became due, or stopped being): re-key them."""
+        for set_id in set_ids:
             entry = self.sets[set_id]
             value = self._spv_of(entry)
             if value != entry.spv:
                 entry.spv = value
                 entry.version += 1
                 self._requeue_all(entry)
-        if gone:  # else every kept set still waits, and everyone behind them
-            self.books.reopen.update(self.free.keys())
 
     def _left_waiting(self, entry: SetEntry) -> None:
         """The set stopped waiting: sets kept in line behind it may go now."""

@@ -179,7 +179,8 @@ class Keeper:
         self.enabled = enabled  # off for labq-fifo, which starts sets as they come
         self.held = HeldLocks()
         self.line = LockLine()
-        self.due: set[int] = set()  # kept until their lock was let go: they go first
+        # kept until their lock was let go: they go first, while nothing takes it again
+        self.due: dict[int, tuple[Grant, ...]] = {}  # set -> the locks it waited for
 
     # --- running sets -----------------------------------------------------------------
 
@@ -226,7 +227,7 @@ class Keeper:
     def left(self, entry: SetEntry) -> bool:
         """The set stopped waiting (started, ended, may not run); whether it was in line
         with others behind it, who may go now."""
-        self.due.discard(entry.id)
+        self.due.pop(entry.id, None)
         return self.line.leave(entry.id) and bool(self.line)
 
     def freed(self) -> tuple[list[int], bool]:
@@ -242,9 +243,18 @@ class Keeper:
                 continue
             gone = self.line.leave(set_id) or gone
             if self.sets[set_id].waiting and set_id not in self.due:
-                self.due.add(set_id)
+                self.due[set_id] = grants
                 due.append(set_id)
         return due, gone
+
+    def taken_again(self) -> list[int]:
+        """After a set started: the due sets whose lock it took (a set served first, or one
+        that needs none of their locks but the lab's) wait for it again and weigh as the
+        table says; they are no longer due (to re-key)."""
+        again = [i for i, grants in sorted(self.due.items()) if self.held.blocker(i, grants)]
+        for set_id in again:
+            del self.due[set_id]
+        return again
 
     def weighs_nothing(self, entry: SetEntry) -> bool:
         """Whether the set goes first among its priority, when the seed's table gives it no

@@ -47,10 +47,34 @@ def make_policy(name: str, scenario: Scenario, rng: random.Random) -> Policy:
 
 
 def simulate(
-    scenario: Scenario, files: dict[str, JobSpec], policy_name: str = "labq", seed: int = 0
+    scenario: Scenario,
+    files: dict[str, JobSpec],
+    policy_name: str = "labq",
+    seed: int = 0,
+    *,
+    policy: Policy | None = None,
 ) -> Run:
-    """Run one policy over a scenario to the end (or to ``config.until``)."""
-    policy = make_policy(policy_name, scenario, random.Random(seed))  # noqa: S311 - simulation
+    """Run one policy over a scenario to the end (or to ``config.until``).
+
+    ``policy``: this policy object instead of a fresh one by name (the explorer
+    replays its counterexamples through a core that records every call).
+    """
+    if policy is None:
+        policy = make_policy(policy_name, scenario, random.Random(seed))  # noqa: S311
+    world, job_ids = build_world(scenario, files, policy)
+    for job in scenario.jobs:
+        world.at(job.submit_at, w.SUBMIT, job_ids[job.id])
+    for event in scenario.events:
+        world.at(event.at, w.CONDITION if event.condition else w.CONTROL, event)
+    _loop(world, scenario)
+    return Run(policy_name, world, scenario)
+
+
+def build_world(
+    scenario: Scenario, files: dict[str, JobSpec], policy: Policy
+) -> tuple[World, dict[str, tuple[int, ...]]]:
+    """A world with the scenario's systems and its jobs' sets registered, nothing scheduled:
+    the world, and each job's set ids (the explorer schedules events itself)."""
     world = World(
         policy=policy, access=access_policy(scenario), install_time=scenario.config.install_time
     )
@@ -63,14 +87,11 @@ def simulate(
             pools=frozenset(spec.pools),
         )
         world.add_system(system, spec.condition)
+    job_ids = {}
     for job in scenario.jobs:
         sets = _job_sets(world, job, files.get(job.id), scenario.config.queue.lock_levels)
-        ids = [world_set.id for world_set in sets]
-        world.at(job.submit_at, w.SUBMIT, tuple(ids))
-    for event in scenario.events:
-        world.at(event.at, w.CONDITION if event.condition else w.CONTROL, event)
-    _loop(world, scenario)
-    return Run(policy_name, world, scenario)
+        job_ids[job.id] = tuple(world_set.id for world_set in sets)
+    return world, job_ids
 
 
 def _loop(world: World, scenario: Scenario) -> None:
@@ -85,7 +106,7 @@ def _loop(world: World, scenario: Scenario) -> None:
         time, kind, payload = event
         if config.until is not None and time > config.until:
             break
-        _handle(world, kind, payload)
+        handle(world, kind, payload)
         if kind in (w.TICK, w.CONSISTENCY) and not _more_to_do(world):
             continue  # the periodic timers stop when nothing can change any more
         if kind == w.TICK:
@@ -114,7 +135,8 @@ def _more_to_do(world: World) -> bool:
     return world.decisions != before and world.idle_rounds < MAX_IDLE_ROUNDS
 
 
-def _handle(world: World, kind: int, payload: tuple[object, ...]) -> None:
+def handle(world: World, kind: int, payload: tuple[object, ...]) -> None:
+    """Carry out one event popped from the world's heap."""
     if kind == w.SUBMIT:
         (ids,) = payload
         assert isinstance(ids, tuple)
@@ -135,10 +157,11 @@ def _handle(world: World, kind: int, payload: tuple[object, ...]) -> None:
     elif kind == w.CONSISTENCY:
         world.apply(world.policy.consistency_pass(world.now))
     else:
-        _scenario_event(world, payload[0])
+        scenario_event(world, payload[0])
 
 
-def _scenario_event(world: World, event: object) -> None:
+def scenario_event(world: World, event: object) -> None:
+    """An admin's event of the scenario: a condition change, a cancel, a priority change."""
     from labq.sim.scenario import SimEvent
 
     assert isinstance(event, SimEvent)
