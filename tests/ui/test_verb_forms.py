@@ -6,9 +6,9 @@ Uses the API tests' ``lab``: root (admin); alice and carol in kernel-qe; bob in 
 
 from __future__ import annotations
 
-from labq.domain.states import Condition
+from labq.domain.states import Condition, RecipeState
 from labq.store import reading
-from tests.api.conftest import Lab
+from tests.api.conftest import Lab, submit
 from tests.ui.test_pages import UI, csrf_of, log_in, message
 
 
@@ -138,3 +138,40 @@ def test_only_an_admin_may_remove_a_system(lab: Lab) -> None:
         f"{UI}/systems/s2.lab/remove", data={"csrf": csrf_of(lab)}, follow_redirects=False
     )
     assert again.headers["location"] == "/ui/systems/s2.lab?note=already-removed"
+
+
+def test_cancelling_the_jobs_shown_cancels_those_allowed_and_lists_the_refused(
+    lab: Lab,
+) -> None:
+    alices = [submit(lab, "alice", whiteboard=f"nightly {i}") for i in range(2)]
+    bobs = submit(lab, "bob", whiteboard="nightly 3")
+    other = submit(lab, "alice", whiteboard="weekly")
+    log_in(lab, "alice")
+    assert "Cancel the" not in lab.client.get(f"{UI}/jobs").text  # no filter: no bulk form
+    assert "Cancel the 3 jobs shown" in lab.client.get(f"{UI}/jobs?whiteboard=nightly*").text
+    answer = lab.client.post(
+        f"{UI}/jobs/cancel",
+        data={"csrf": csrf_of(lab), "whiteboard": "nightly*", "state": "", "reason": "bad build"},
+    )
+    assert answer.status_code == 200
+    assert message(answer, "note") == (
+        f"2 of the 3 jobs matched were cancelled (J:{alices[0]}, J:{alices[1]}). 1 refused (below)."
+    )
+    assert f"job {bobs} belongs to &#39;bob&#39;; &#39;alice&#39; may not change it" in answer.text
+    assert lab.events.names()[-1] == "jobs_cancelled"
+    with reading(lab.engine) as repo:
+        assert [repo.load_job(i).state for i in alices] == [RecipeState.CANCELLED] * 2
+        assert repo.load_job(bobs).state is RecipeState.NEW
+        assert repo.load_job(other).state is RecipeState.NEW
+
+
+def test_cancelling_with_no_filter_is_refused(lab: Lab) -> None:
+    job = submit(lab, "alice")
+    log_in(lab, "alice")
+    answer = lab.client.post(f"{UI}/jobs/cancel", data={"csrf": csrf_of(lab), "owner": ""})
+    assert answer.status_code == 422
+    assert message(answer) == "give job ids or at least one filter"
+    bad = lab.client.post(f"{UI}/jobs/cancel", data={"csrf": csrf_of(lab), "owner": "a\x00b"})
+    assert bad.status_code == 422
+    with reading(lab.engine) as repo:
+        assert repo.load_job(job).state is RecipeState.NEW
