@@ -6,8 +6,13 @@ Uses the API tests' ``lab``: root (admin); alice and carol in kernel-qe; bob in 
 
 from __future__ import annotations
 
+import re
+
+from sqlalchemy import select
+
 from labq.domain.states import Condition, RecipeState
 from labq.store import reading
+from labq.store.tables import Webhooks
 from tests.api.conftest import Lab, submit
 from tests.ui.test_pages import UI, csrf_of, log_in, message
 
@@ -175,3 +180,55 @@ def test_cancelling_with_no_filter_is_refused(lab: Lab) -> None:
     assert bad.status_code == 422
     with reading(lab.engine) as repo:
         assert repo.load_job(job).state is RecipeState.NEW
+
+
+def test_a_webhook_is_added_with_its_secret_shown_once_and_removed(lab: Lab) -> None:
+    log_in(lab, "alice")
+    assert "No webhook yet." in lab.client.get(f"{UI}/account").text
+    added = lab.client.post(
+        f"{UI}/account/webhooks", data={"csrf": csrf_of(lab), "url": "https://ci.example/hook"}
+    )
+    assert added.status_code == 200
+    with reading(lab.engine) as repo:
+        (hook,) = repo.list_webhooks()
+    assert (hook.url, hook.user, hook.created_by) == ("https://ci.example/hook", "alice", "alice")
+    with lab.engine.connect() as conn:
+        stored = conn.execute(select(Webhooks.secret).where(Webhooks.id == hook.id)).scalar_one()
+    shown = re.search(r'<code id="webhook-secret">([^<]+)<', added.text)
+    assert shown is not None
+    assert shown.group(1) == stored
+    assert f"Webhook {hook.id} added" in message(added, "note")
+    later = lab.client.get(f"{UI}/account").text
+    assert "https://ci.example/hook" in later
+    assert stored not in later
+    removed = lab.client.post(
+        f"{UI}/account/webhooks/{hook.id}/remove",
+        data={"csrf": csrf_of(lab)},
+        follow_redirects=False,
+    )
+    assert removed.headers["location"] == "/ui/account?note=webhook-removed"
+    with reading(lab.engine) as repo:
+        assert repo.list_webhooks() == []
+
+
+def test_a_bad_url_and_someone_elses_webhook_are_refused(lab: Lab) -> None:
+    log_in(lab, "alice")
+    bad = lab.client.post(
+        f"{UI}/account/webhooks", data={"csrf": csrf_of(lab), "url": "ftp://ci.example/x"}
+    )
+    assert bad.status_code == 422
+    assert message(bad).startswith("url: a webhook URL is http:// or https:// with a host")
+    lab.client.post(
+        f"{UI}/account/webhooks", data={"csrf": csrf_of(lab), "url": "http://a.example"}
+    )
+    with reading(lab.engine) as repo:
+        (hook,) = repo.list_webhooks()
+    switch_to(lab, "bob")
+    assert "http://a.example" not in lab.client.get(f"{UI}/account").text
+    refused = lab.client.post(
+        f"{UI}/account/webhooks/{hook.id}/remove", data={"csrf": csrf_of(lab)}
+    )
+    assert refused.status_code == 403
+    assert message(refused) == f"'bob' may not remove webhook {hook.id}"
+    with reading(lab.engine) as repo:
+        assert [h.id for h in repo.list_webhooks()] == [hook.id]

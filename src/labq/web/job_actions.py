@@ -11,9 +11,7 @@ from __future__ import annotations
 from typing import Annotated, Final, get_args
 
 from fastapi import APIRouter, File, Form, Request, Response, UploadFile
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import RedirectResponse
-from pydantic import ValidationError
 
 from labq.api import bulk as api_bulk
 from labq.api import jobs as api_jobs
@@ -24,7 +22,7 @@ from labq.formats.loader import FORMATS, Format
 from labq.store.selection import JobQuery
 from labq.web.jobs import job_page, jobs_page
 from labq.web.rendering import PREFIX, page
-from labq.web.route import PageRoute, refusal
+from labq.web.route import PageRoute, form_body, refusal
 from labq.web.session import FormSessionDep, SessionDep
 
 router = APIRouter(route_class=PageRoute, include_in_schema=False)
@@ -77,8 +75,9 @@ def cancel_shown(
     found = JobQuery(owner=owner, group=group, state=state, whiteboard=whiteboard, run=run, lab=lab)
     fields = {"owner": owner, "group": group, "whiteboard": whiteboard, "run": run, "lab": lab}
     try:
-        body = _bulk_cancel_body(
-            {**fields, "state": state and state.value, "reason": reason.strip() or None}
+        body = form_body(
+            api_bulk.BulkCancel,
+            {**fields, "state": state and state.value, "reason": reason.strip() or None},
         )
         answer = api_bulk.cancel_jobs(body, app, session.user)
     except Exception as exc:
@@ -94,14 +93,6 @@ def cancel_shown(
         note += f" {len(answer['refused'])} refused (below)."
     refused = [r["reason"] for r in answer["refused"]]
     return jobs_page(request, app, found, note=note, refused=refused)
-
-
-def _bulk_cancel_body(fields: dict[str, str | None]) -> api_bulk.BulkCancel:
-    """The API's body; what it refuses is refused as a form would be (422)."""
-    try:
-        return api_bulk.BulkCancel.model_validate(fields)
-    except ValidationError as exc:
-        raise RequestValidationError(exc.errors()) from None
 
 
 @router.post("/jobs/{job_id}/priority")

@@ -20,6 +20,7 @@ from labq.web import (
     systems,
     trends,
     usage,
+    webhooks,
     whatif,
 )
 from labq.web.rendering import PREFIX, STATIC
@@ -29,6 +30,7 @@ def install(app: FastAPI) -> None:
     """Serve the pages from ``app``; ``/`` and ``/ui/`` lead to the jobs list."""
     for router in (
         login.router,
+        webhooks.router,
         reports.router,  # before jobs: /jobs/{id}/logs/follow
         jobs.router,
         job_actions.router,
