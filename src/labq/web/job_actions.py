@@ -1,4 +1,5 @@
-"""What the pages change: cancel a job, change its priority, submit one from a file.
+"""What the pages change: cancel a job (or the jobs a filter shows), change its priority,
+submit one from a file.
 
 Each action calls the API's own handler, so the permissions, the parsing, the
 transaction and the event told to the scheduler are exactly the API's. A refusal
@@ -12,18 +13,22 @@ from typing import Annotated, Final, get_args
 from fastapi import APIRouter, File, Form, Request, Response, UploadFile
 from fastapi.responses import RedirectResponse
 
+from labq.api import bulk as api_bulk
 from labq.api import jobs as api_jobs
 from labq.api.deps import StateDep
 from labq.api.schemas import PriorityLabel, RowId
+from labq.domain.states import RecipeState
 from labq.formats.loader import FORMATS, Format
-from labq.web.jobs import job_page
+from labq.store.selection import JobQuery
+from labq.web.jobs import job_page, jobs_page
 from labq.web.rendering import PREFIX, page
-from labq.web.route import PageRoute, refusal
+from labq.web.route import PageRoute, form_body, refusal
 from labq.web.session import FormSessionDep, SessionDep
 
 router = APIRouter(route_class=PageRoute, include_in_schema=False)
 
 REASON_LIMIT: Final = 2000
+NameField = Annotated[str | None, Form(max_length=255)]
 FORMAT_NAMES: Final = {
     "auto": "recognise it",
     "native": "native YAML/JSON",
@@ -51,6 +56,43 @@ def cancel(
         return job_page(request, app, session, job_id, status=failure.status, error=failure.message)
     note = "cancelled" if answer["cancelled"] else "nothing-to-cancel"
     return RedirectResponse(f"{PREFIX}/jobs/{job_id}?note={note}", status_code=303)
+
+
+@router.post("/jobs/cancel")
+def cancel_shown(
+    request: Request,
+    app: StateDep,
+    session: FormSessionDep,
+    owner: NameField = None,
+    group: NameField = None,
+    state: Annotated[RecipeState | None, Form()] = None,
+    whiteboard: NameField = None,
+    run: NameField = None,
+    lab: NameField = None,
+    reason: Annotated[str, Form(max_length=REASON_LIMIT)] = "",
+) -> Response:
+    """Cancel every job the list's filters pick that the reader may change (bulk cancel)."""
+    found = JobQuery(owner=owner, group=group, state=state, whiteboard=whiteboard, run=run, lab=lab)
+    fields = {"owner": owner, "group": group, "whiteboard": whiteboard, "run": run, "lab": lab}
+    try:
+        body = form_body(
+            api_bulk.BulkCancel,
+            {**fields, "state": state and state.value, "reason": reason.strip() or None},
+        )
+        answer = api_bulk.cancel_jobs(body, app, session.user)
+    except Exception as exc:
+        failure = refusal(exc)
+        if failure is None:
+            raise
+        return jobs_page(request, app, found, status=failure.status, error=failure.message)
+    cancelled = [f"J:{c['id']}" for c in answer["changed"]]
+    note = f"{len(cancelled)} of the {answer['matched']} jobs matched were cancelled" + (
+        f" ({', '.join(cancelled)})." if cancelled else "."
+    )
+    if answer["refused"]:
+        note += f" {len(answer['refused'])} refused (below)."
+    refused = [r["reason"] for r in answer["refused"]]
+    return jobs_page(request, app, found, note=note, refused=refused)
 
 
 @router.post("/jobs/{job_id}/priority")

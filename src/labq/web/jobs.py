@@ -180,6 +180,21 @@ def jobs_list(
         run=run or None,
         lab=lab or None,
     )
+    return jobs_page(request, app, found, page_no)
+
+
+def jobs_page(
+    request: Request,
+    app: AppState,
+    found: JobQuery,
+    page_no: int = 1,
+    *,
+    note: str | None = None,
+    refused: list[str] | None = None,
+    status: int = 200,
+    error: str | None = None,
+) -> Response:
+    """The jobs list; after a bulk cancel, what it did and the jobs it refused."""
     with reading(app.engine) as repo:
         total = repo.count_found(found)
         jobs = repo.find_jobs(found, limit=PAGE_SIZE, offset=(page_no - 1) * PAGE_SIZE)
@@ -192,6 +207,7 @@ def jobs_list(
     return page(
         request,
         "jobs.html",
+        status=status,
         title="Jobs",
         nav="jobs",
         jobs=jobs,
@@ -199,15 +215,19 @@ def jobs_list(
         total=total,
         page_no=page_no,
         pages=max(1, -(-total // PAGE_SIZE)),
-        owner=owner or "",
-        group=group or "",
-        state=state.value if state else "",
-        whiteboard=whiteboard or "",
-        run=run or "",
-        lab=lab or "",
+        owner=found.owner or "",
+        group=found.group or "",
+        state=found.state.value if found.state else "",
+        whiteboard=found.whiteboard or "",
+        run=found.run or "",
+        lab=found.lab or "",
+        filtered=not found.empty(),
         users=users,
         groups=groups,
         states=[s.value for s in RecipeState],
+        note=note,
+        refused=refused or [],
+        error=error,
     )
 
 

@@ -13,7 +13,8 @@ from typing import Annotated, Final
 from fastapi import APIRouter, Form, Request, Response
 from fastapi.responses import RedirectResponse
 
-from labq.api.deps import StateDep
+from labq.api import notices as api_notices
+from labq.api.deps import AppState, StateDep
 from labq.store import Repository, reading, transaction
 from labq.store.passwords import MAX_PASSWORD
 from labq.web.rendering import PREFIX, page
@@ -22,6 +23,7 @@ from labq.web.session import (
     COOKIE,
     LOGIN_COOKIE,
     FormSessionDep,
+    Session,
     SessionDep,
     clear_session_cookie,
     close_session,
@@ -39,6 +41,7 @@ HOME: Final = f"{PREFIX}/jobs"
 NOTES: Final = {
     "logged-out": "You are logged out.",
     "password": "Your password is set.",
+    "webhook-removed": "The webhook was removed.",
 }
 
 
@@ -141,16 +144,35 @@ def logout(session: FormSessionDep, app: StateDep) -> Response:
 def account(
     request: Request, session: SessionDep, app: StateDep, note: str | None = None
 ) -> Response:
-    """Who you are, your groups, your tokens, and a form to set your password."""
+    """Who you are, your groups, your tokens and webhooks, and a form to set your password."""
+    return account_page(request, app, session, note=NOTES.get(note or ""))
+
+
+def account_page(
+    request: Request,
+    app: AppState,
+    session: Session,
+    *,
+    status: int = 200,
+    error: str | None = None,
+    note: str | None = None,
+    secret: str | None = None,
+) -> Response:
+    """The account page; ``secret`` is a new webhook's, shown this once."""
     with reading(app.engine) as repo:
         tokens = repo.list_tokens(session.user.name)
+    hooks = api_notices.list_webhooks(app, session.user)["webhooks"]
     return page(
         request,
         "account.html",
+        status=status,
         title="Account",
         tokens=tokens,
+        webhooks=hooks,
         now=app.clock(),
-        note=NOTES.get(note or ""),
+        error=error,
+        note=note,
+        secret=secret,
     )
 
 
@@ -168,16 +190,8 @@ def set_password(
     make API tokens for this user, which is as much power.
     """
     if not password or password != again:
-        with reading(app.engine) as repo:
-            tokens = repo.list_tokens(session.user.name)
-        return page(
-            request,
-            "account.html",
-            status=422,
-            title="Account",
-            tokens=tokens,
-            now=app.clock(),
-            error="Type the same, non-empty password twice.",
+        return account_page(
+            request, app, session, status=422, error="Type the same, non-empty password twice."
         )
     with transaction(app.engine) as repo:
         repo.set_password(session.user.name, password, actor=session.user.name, now=app.clock())

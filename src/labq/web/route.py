@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 from fastapi import Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import RedirectResponse
 from fastapi.routing import APIRoute
+from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException
 
 from labq.api.errors import ApiError, from_labq, validation_error
@@ -28,6 +29,7 @@ log = logging.getLogger("labq.web")
 # Sent by live.js: a live update that lost its session is told so, not redirected.
 LIVE_HEADER = "x-labq-live"
 
+M = TypeVar("M", bound=BaseModel)
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
 
 
@@ -47,6 +49,14 @@ def refusal(exc: Exception) -> ApiError | None:
         detail = exc.detail if isinstance(exc.detail, str) else "request refused"
         return ApiError(exc.status_code, detail)
     return None
+
+
+def form_body(model: type[M], fields: dict[str, Any]) -> M:
+    """The API's body from a form's fields; what it refuses is refused as a form (422)."""
+    try:
+        return model.model_validate(fields)
+    except ValidationError as exc:
+        raise RequestValidationError(exc.errors()) from None
 
 
 def login_redirect(request: Request) -> Response:

@@ -16,9 +16,11 @@ from labq.web import (
     queue,
     reports,
     runs,
+    system_verbs,
     systems,
     trends,
     usage,
+    webhooks,
     whatif,
 )
 from labq.web.rendering import PREFIX, STATIC
@@ -28,12 +30,14 @@ def install(app: FastAPI) -> None:
     """Serve the pages from ``app``; ``/`` and ``/ui/`` lead to the jobs list."""
     for router in (
         login.router,
+        webhooks.router,
         reports.router,  # before jobs: /jobs/{id}/logs/follow
         jobs.router,
         job_actions.router,
         job_verbs.router,
         runs.router,
         systems.router,
+        system_verbs.router,
         queue.router,
         labs.router,
         agents.router,

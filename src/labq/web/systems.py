@@ -14,23 +14,30 @@ from typing import Final
 from fastapi import APIRouter, Request, Response
 from markupsafe import Markup
 
-from labq.api.deps import StateDep
+from labq.api.deps import AppState, StateDep
 from labq.domain.states import RecipeState
 from labq.domain.usage import UsageRecord
 from labq.store import ActivityEntry, RecipeView, Repository, epoch, reading
 from labq.store.reservations import describe
 from labq.web.charts import gantt_chart
-from labq.web.intervals import SPANS, chosen_interval
+from labq.web.intervals import SPANS, Interval, chosen_interval, recent
 from labq.web.rendering import page
 from labq.web.route import PageRoute
 from labq.web.series import system_timeline
-from labq.web.session import SessionDep
+from labq.web.session import Session, SessionDep
 
 router = APIRouter(route_class=PageRoute, include_in_schema=False)
 
 RECENT_RECIPES: Final = 15
 HISTORY_ROWS: Final = 30
 ACTIVITY_SCAN: Final = 500  # activity entries looked through for this system's changes
+NOTES: Final = {
+    "reserved": "A reservation job was queued: the system is yours once it runs.",
+    "loaned": "The system was loaned.",
+    "released": "The reservation or loan was ended.",
+    "removed": "The system was removed from service.",
+    "already-removed": "The system had already been removed.",
+}
 
 
 @dataclass(frozen=True)
@@ -81,10 +88,30 @@ def show_system(
     last: str | None = None,
     start: str | None = None,
     end: str | None = None,
+    note: str | None = None,
 ) -> Response:
     """One system: facts, timeline, utilisation, recent recipes, aborts and changes."""
+    interval, problem = chosen_interval(app.clock(), last=last, start=start, end=end)
+    return system_page(
+        request, app, session, fqdn, interval=interval, error=problem, note=NOTES.get(note or "")
+    )
+
+
+def system_page(
+    request: Request,
+    app: AppState,
+    session: Session,
+    fqdn: str,
+    *,
+    interval: Interval | None = None,
+    status: int = 200,
+    error: str | None = None,
+    note: str | None = None,
+) -> Response:
+    """The system's page, with a message when an action was refused or done."""
     now = app.clock()
-    interval, problem = chosen_interval(now, last=last, start=start, end=end)
+    if interval is None:
+        interval = recent(now)
     with reading(app.engine) as repo:
         system = repo.get_system(fqdn)
         reason = repo.condition_reason(fqdn)
@@ -105,6 +132,7 @@ def show_system(
         nav="systems",
         system=system,
         held=None if reservation is None else describe(reservation),
+        holder=None if reservation is None else reservation.holder,
         reason=reason,
         aborts_in_a_row=aborts_in_a_row,
         history=list(reversed(history))[:HISTORY_ROWS],
@@ -112,7 +140,9 @@ def show_system(
         now=epoch(now),
         interval=interval,
         spans=list(SPANS),
-        error=problem,
+        status=status,
+        error=error,
+        note=note,
         share=share,
         timeline=Markup(timeline),  # noqa: S704 - SVG made by labq.web.charts, escaped there
         recipes=recipes,
