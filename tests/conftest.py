@@ -64,3 +64,20 @@ def drop_database(admin: Engine, name: str) -> None:
     """Drop a database, whoever is still connected to it."""
     with admin.connect() as conn:
         conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+# Modules whose tests must share one worker under pytest-xdist (scripts/test runs two with
+# --dist loadgroup; every other test goes wherever a worker is free): one sshd per module,
+# and the dynamic task uids of the isolation tests, which two servers would hand out twice.
+ONE_WORKER = {
+    "tests/dispatch/test_ssh.py": "sshd",
+    "tests/acceptance/test_isolation.py": "task-uids",
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Keep each of :data:`ONE_WORKER`'s modules on one worker."""
+    for item in items:
+        group = ONE_WORKER.get(item.nodeid.split("::", 1)[0])
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(name=group))
