@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable, Coroutine
 
 from labq.api.events import WorkBell
 
@@ -36,4 +37,22 @@ def test_a_ring_for_a_lab_wakes_only_the_claims_of_its_agents() -> None:
         with bell.listening(["far"]) as after:
             assert not await _rung(after)
 
-    asyncio.run(scenario())
+    run_alone(scenario)
+
+
+def run_alone(scenario: Callable[[], Coroutine[object, object, None]]) -> None:
+    """Run a coroutine on a loop of its own thread: a test run before this one in the same
+    process (a browser test) may have left an event loop running in the main thread."""
+    failed: list[BaseException] = []
+
+    def main() -> None:
+        try:
+            asyncio.run(scenario())
+        except BaseException as exc:  # handed to the test's thread
+            failed.append(exc)
+
+    thread = threading.Thread(target=main)
+    thread.start()
+    thread.join()
+    if failed:
+        raise failed[0]
