@@ -73,11 +73,17 @@ ONE_WORKER = {
     "tests/dispatch/test_ssh.py": "sshd",
     "tests/acceptance/test_isolation.py": "task-uids",
 }
+# Modules whose timing is the point (lab agents' leases of seconds, restarts, partitions): marked
+# ``alone``; scripts/test runs them after the rest, with no other test beside them.
+ALONE = frozenset({"tests/acceptance/test_agents.py"})
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Keep each of :data:`ONE_WORKER`'s modules on one worker."""
+    """Keep each of :data:`ONE_WORKER`'s modules on one worker; mark :data:`ALONE`'s."""
     for item in items:
-        group = ONE_WORKER.get(item.nodeid.split("::", 1)[0])
+        module = item.nodeid.split("::", 1)[0]
+        group = ONE_WORKER.get(module)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(name=group))
+        if module in ALONE:
+            item.add_marker(pytest.mark.alone)

@@ -63,7 +63,7 @@ class Server:
 
 
 @contextmanager
-def agent_server(tmp_path: Path, database: str, *, timeout: float = 6.0) -> Iterator[Server]:
+def agent_server(tmp_path: Path, database: str, *, timeout: float = 20.0) -> Iterator[Server]:
     """A server whose supervisors beat every second and time out after ``timeout`` seconds
     (looked for every second)."""
     config = tmp_path / "server.yaml"

@@ -124,7 +124,7 @@ def test_two_agents_run_a_two_host_job_each_in_their_own_lab(tmp_path, pg_databa
 
 
 def test_an_agent_killed_mid_task_and_restarted_adopts_and_finishes_the_set(tmp_path):
-    with agent_server(tmp_path, f"sqlite:///{tmp_path / 'labq.db'}", timeout=16) as server:
+    with agent_server(tmp_path, f"sqlite:///{tmp_path / 'labq.db'}", timeout=24) as server:
         server.lab("east", "e1.east")
         east = make_agent(server, tmp_path, "east-1", "east")
         with agents(east.start()):
