@@ -154,13 +154,12 @@ PG_URL = os.environ.get("LABQ_TEST_PG_URL", "postgresql+psycopg://postgres@127.0
 _names = itertools.count()
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def database_url(request, tmp_path):
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'labq.db'}"
-        return
+@contextmanager
+def fresh_pg_database(prefix: str = "labq_e2e") -> Iterator[str]:
+    """A new PostgreSQL database on ``PG_URL``'s server, dropped afterwards: its URL.
+    Skips without a server (fails under ``CI=true``)."""
     admin = create_engine(make_url(PG_URL), isolation_level="AUTOCOMMIT")
-    name = f"labq_e2e_{os.getpid()}_{next(_names)}"
+    name = f"{prefix}_{os.getpid()}_{next(_names)}"
     try:
         with admin.connect() as conn:
             conn.execute(text(f'CREATE DATABASE "{name}"'))
@@ -169,10 +168,21 @@ def database_url(request, tmp_path):
         if os.environ.get("CI") == "true":
             pytest.fail(f"no PostgreSQL at {PG_URL}: {exc.orig}")
         pytest.skip(f"no PostgreSQL at {PG_URL}")
-    yield make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
-    with admin.connect() as conn:
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+    try:
+        yield make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def database_url(request, tmp_path):
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'labq.db'}"
+        return
+    with fresh_pg_database() as url:
+        yield url
 
 
 @pytest.fixture

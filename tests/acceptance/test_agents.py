@@ -19,9 +19,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import OperationalError
 
 from .agents import (
     Agent,
@@ -33,7 +31,7 @@ from .agents import (
     wait_state,
     wait_until,
 )
-from .conftest import PG_URL
+from .conftest import fresh_pg_database
 
 pytestmark = pytest.mark.slow
 
@@ -57,21 +55,9 @@ def ticking_job(host: dict[str, object], ticks: int, *, retries: int = 0) -> dic
 
 
 @pytest.fixture
-def pg_database(tmp_path):
-    admin = create_engine(make_url(PG_URL), isolation_level="AUTOCOMMIT")
-    name = f"labq_agents_{os.getpid()}_{tmp_path.name[-12:].replace('-', '_')}"
-    try:
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-    except OperationalError as exc:
-        admin.dispose()
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"no PostgreSQL at {PG_URL}: {exc.orig}")
-        pytest.skip(f"no PostgreSQL at {PG_URL}")
-    yield make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
-    with admin.connect() as conn:
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+def pg_database():
+    with fresh_pg_database("labq_agents") as url:
+        yield url
 
 
 def make_agent(server: Server, tmp_path: Path, name: str, *labs: str, url: str = "") -> Agent:

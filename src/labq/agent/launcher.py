@@ -23,14 +23,13 @@ import logging
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
 from labq.agent.spool import SetDir
 from labq.dispatch import containment
-from labq.dispatch.forks import ForkServer, ForkServerError
+from labq.dispatch.forks import ForkedExit, ForkServer, ForkServerError
 from labq.dispatch.logs import SUPERVISOR_OUTPUT
 
 MODULE: Final = "labq.agent.supervisor"
@@ -39,19 +38,6 @@ _log = logging.getLogger(__name__)
 FORK_SERVER_LOG: Final = "fork-server.log"
 
 __all__ = ["MODULE", "SUPERVISOR_OUTPUT", "ForkedExit", "Launcher", "Supervisor", "launch"]
-
-
-class ForkedExit:
-    """How a forked supervisor ended, as its fork server reports it."""
-
-    def __init__(self) -> None:
-        self.seen = threading.Event()
-        self.code: int | None = None
-        self.lost = False  # the fork server went first: the supervisor may run on
-
-    def __call__(self, code: int | None) -> None:
-        self.code, self.lost = code, code is None
-        self.seen.set()
 
 
 class Supervisor:

@@ -38,7 +38,7 @@ from typing import Final
 from labq.config import Settings
 from labq.dispatch import containment
 from labq.dispatch.containment import PASSED_ON
-from labq.dispatch.forks import ForkServer, ForkServerError
+from labq.dispatch.forks import ForkedExit, ForkServer, ForkServerError
 from labq.dispatch.logs import SUPERVISOR_OUTPUT, set_log_dir
 
 OnFinished = Callable[[int, int | None, str], None]
@@ -66,20 +66,7 @@ class _Watched:
     pid: int  # the contained process: leads its own session, so its group is the set's
     claim: str
     proc: subprocess.Popen[bytes] | None  # None: adopted, or the fork server's child
-    exit: _Exit | None = None  # a forked one's: set when the fork server saw it end
-
-
-class _Exit:
-    """How a forked supervisor ended, as its fork server reports it."""
-
-    def __init__(self) -> None:
-        self.seen = threading.Event()
-        self.code: int | None = None
-        self.lost = False  # the fork server went first: the supervisor may run on
-
-    def __call__(self, code: int | None) -> None:
-        self.code, self.lost = code, code is None
-        self.seen.set()
+    exit: ForkedExit | None = None  # a forked one's: set when the fork server saw it end
 
 
 class Dispatcher:
@@ -148,7 +135,7 @@ class Dispatcher:
             "secrets": {"database": self.db_url, "claim": claim},
         }
         while (forks := self._fork_server()) is not None:
-            exit_ = _Exit()
+            exit_ = ForkedExit()
             try:
                 pid = forks.fork(request, exit_)
             except ForkServerError as exc:

@@ -31,6 +31,19 @@ ANSWER_TIMEOUT: Final = 30.0  # the first answer waits for the fork server's imp
 _log = logging.getLogger(__name__)
 
 
+class ForkedExit:
+    """How a forked supervisor ended, as its fork server reports it."""
+
+    def __init__(self) -> None:
+        self.seen = threading.Event()
+        self.code: int | None = None
+        self.lost = False  # the fork server went first: the supervisor may run on
+
+    def __call__(self, code: int | None) -> None:
+        self.code, self.lost = code, code is None
+        self.seen.set()
+
+
 class ForkServerError(RuntimeError):
     """The fork server is gone, or could not fork."""
 

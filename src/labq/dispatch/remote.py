@@ -31,13 +31,12 @@ from labq.dispatch.supervisor import load_plan
 from labq.domain.contention import LockNeeds
 from labq.domain.locktable import Outcome, declared_grants
 from labq.domain.states import RecipeState, Result, worst_result
-from labq.domain.stops import stopped_state
+from labq.domain.stops import QUIET, stopped_state
 from labq.errors import ClaimLost, InputError, LabqError
 from labq.store import Repository, reading, transaction
 from labq.store.agents import AgentView
 
 log = logging.getLogger("labq.agents")
-QUIET: Final = "the supervisor stopped heart-beating"  # labq.service.repair's reason
 MAX_EVENTS: Final = 1000  # reports in one call
 
 

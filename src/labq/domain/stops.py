@@ -13,6 +13,8 @@ from typing import Final
 from labq.domain.states import RecipeState
 
 ABORT_PREFIX: Final = "aborted: "
+# The server ended the set because its supervisor went quiet: its recipes end aborted.
+QUIET: Final = "the supervisor stopped heart-beating"
 
 
 def abort_reason(why: str) -> str:

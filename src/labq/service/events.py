@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from labq.domain.states import Condition, RecipeState
-from labq.domain.stops import stopped_state
+from labq.domain.stops import QUIET, stopped_state
 from labq.scheduler.core import Scheduler
 from labq.service import bridge, eligibility, repair, reservations
 from labq.service.actions import Actions
@@ -67,7 +67,9 @@ def decide(
     if event.kind == "pause":
         return eligibility.pause_changed(service, repo, core, str(event.key), now)
     if event.kind == "reservation":
-        return reservations.changed(service, repo, core, str(event.key), now)
+        actions = reservations.changed(repo, core, str(event.key), now)
+        service.wake_at = reservations.next_wake(repo)
+        return actions
     if event.kind == "pauses":  # a pause ran out: the follow-up after every event ends it
         return []
     raise ValueError(f"unknown scheduler event {event.kind!r}")
@@ -113,8 +115,8 @@ def finished(
     if claim is None or repo.claim_of(set_id) != claim:
         return []
     view = repo.get_recipe_set(set_id)
-    if view.stop_reason == repair.QUIET:
-        gone = repair.QUIET  # the server killed it for that
+    if view.stop_reason == QUIET:
+        gone = QUIET  # the server killed it for that
     elif code is None:
         gone = "the supervisor was gone when the server looked"
     else:
@@ -147,7 +149,7 @@ def _left_unfinished(view: RecipeSetView, why: str) -> tuple[dict[int, RecipeSta
     Aborted (and maybe retried), unless the set had been asked to stop (a cancel):
     then they end cancelled, with the cancel's reason.
     """
-    cancelled = view.stop_reason is not None and view.stop_reason != repair.QUIET
+    cancelled = view.stop_reason is not None and view.stop_reason != QUIET
     end, reason = (
         (stopped_state(str(view.stop_reason)), str(view.stop_reason))
         if cancelled
@@ -186,7 +188,7 @@ def consistency(
     out, quiet = repair.supervisors(repo, core, timeout=timeout, ours=ours, now=now)
     for set_id in quiet:
         view = repo.get_recipe_set(set_id)  # before the stop request: was it cancelled?
-        outcomes, reason = _left_unfinished(view, repair.QUIET)
+        outcomes, reason = _left_unfinished(view, QUIET)
         repo.request_stop(set_id, reason)  # recorded, and a supervisor that wakes up stops
         out += bridge.finish(repo, core, set_id, now=now, outcomes=outcomes, reason=reason)
         out += _mark_broken(service, repo, core, view.recipes, now)

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from labq.domain.states import RecipeState
+from labq.domain.stops import QUIET
 from labq.scheduler.core import Scheduler
 from labq.service import bridge
 from labq.service.actions import Actions, Kill, Launch
@@ -28,7 +29,6 @@ from labq.store.unfinished import Placed
 
 log = logging.getLogger("labq.scheduler")
 _SHOWN = 5  # differences named in the log line
-QUIET = "the supervisor stopped heart-beating"
 
 
 def supervisors(

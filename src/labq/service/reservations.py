@@ -10,21 +10,16 @@ A ``<reservesys>`` recipe's reservation opens as its set ends (``bridge.finish``
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from labq.scheduler.core import Scheduler
 from labq.service import bridge
 from labq.service.actions import Actions
 from labq.store import Repository, epoch
 
-if TYPE_CHECKING:
-    from labq.service.loop import SchedulerService
 
-
-def changed(
-    service: SchedulerService, repo: Repository, core: Scheduler, fqdn: str, now: datetime
-) -> Actions:
-    """A reservation or loan of ``fqdn`` was opened or released: hold or offer the system."""
+def changed(repo: Repository, core: Scheduler, fqdn: str, now: datetime) -> Actions:
+    """A reservation or loan of ``fqdn`` was opened or released: hold or offer the system.
+    (The caller sets its timer from :func:`next_wake` after.)"""
     if fqdn not in core.systems:  # its system-added event was lost: the pass repairs it
         return []
     found = repo.reservation_of(fqdn)
@@ -32,7 +27,6 @@ def changed(
     decisions = (
         core.release_system(fqdn, at) if found is None else core.hold_system(fqdn, found.holder, at)
     )
-    service.wake_at = next_wake(repo)
     return bridge.settle(repo, core, decisions, now=now)
 
 

@@ -25,7 +25,7 @@ from typing import Any, Final
 from sqlalchemy import insert, select, update
 
 from labq.errors import ClaimLost, ConflictError, InputError, NotFoundError
-from labq.store.supervisors import Beat, SupervisorStore
+from labq.store.supervisors import Beat, SupervisorStore, untaken
 from labq.store.tables import Agents, Labs, Recipes, RecipeSets, Systems, Tasks
 from labq.store.tokens import digest_of
 
@@ -186,11 +186,7 @@ class AgentStore(SupervisorStore):
         stmt = (
             update(RecipeSets)
             .where(
-                RecipeSets.id == set_id,
-                RecipeSets.claim == claim,
-                RecipeSets.supervisor_pid.is_(None),
-                RecipeSets.finished_at.is_(None),
-                RecipeSets.stop_reason.is_(None),
+                *untaken(set_id, claim),
                 RecipeSets.lab_id.in_(select(Labs.id).where(Labs.name.in_(list(agent.labs)))),
             )
             .values(

@@ -30,6 +30,18 @@ class Beat(enum.Enum):
     LOST = "lost"  # the claim is gone: stop at once and write nothing more
 
 
+def untaken(set_id: int, claim: str) -> list[ColumnElement[bool]]:
+    """The guard of taking a set up: its claim is still ``claim``, nobody took it up, and it
+    has neither ended nor been asked to stop (a local supervisor's and a lab agent's alike)."""
+    return [
+        RecipeSets.id == set_id,
+        RecipeSets.claim == claim,
+        RecipeSets.supervisor_pid.is_(None),
+        RecipeSets.finished_at.is_(None),
+        RecipeSets.stop_reason.is_(None),
+    ]
+
+
 class Supervised(NamedTuple):
     """A started set taken up by a supervisor."""
 
@@ -110,13 +122,7 @@ class SupervisorStore(StoreBase):
         """
         stmt = (
             update(RecipeSets)
-            .where(
-                RecipeSets.id == set_id,
-                RecipeSets.claim == claim,
-                RecipeSets.supervisor_pid.is_(None),
-                RecipeSets.finished_at.is_(None),
-                RecipeSets.stop_reason.is_(None),
-            )
+            .where(*untaken(set_id, claim))
             .values(supervisor_pid=pid, supervisor_host=host, heartbeat_at=now)
         )
         with self.atomic():
