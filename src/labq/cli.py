@@ -142,6 +142,8 @@ def init(url: str | None, data_dir: str | None, admin: str) -> None:
 
     url = url or database.default_url(Path(data_dir) if data_dir else None)
     try:
+        if database.create_if_missing(url):
+            click.echo(f"created the database {_shown_url(url)}")
         revision = database.upgrade(url)
     except (ArgumentError, NoSuchModuleError, OperationalError) as exc:
         raise LabqError(f"cannot open database {_shown_url(url)}: {exc.args[0]}") from None
