@@ -208,11 +208,13 @@ def server(
     type=click.Path(file_okay=False),
     help="Where the database, workspaces and logs go (default: a new temporary directory).",
 )
-def demo(port: int, directory: str | None) -> None:
-    """Run a server with a demo lab of local systems and a few sample jobs, until Ctrl-C."""
+@click.option("--keep", is_flag=True, help="Keep the temporary directory when it stops.")
+def demo(port: int, directory: str | None, keep: bool) -> None:
+    """Run a server with a demo lab of local systems and a few sample jobs, until Ctrl-C
+    (or SIGTERM); then stop what it started and remove its temporary directory."""
     from labq.demo import run_demo
 
-    run_demo(port=port, directory=directory)
+    run_demo(port=port, directory=directory, keep=keep)
 
 
 class DefaultToRun(click.Group):
