@@ -221,15 +221,19 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
     home = base / "home"
     home.mkdir()
     out = base / "demo.out"
-    with shell(HEADLINE, clone, fresh_env(home), out) as proc:
-        text = wait_for_text(out, proc, "Press Ctrl-C to stop", INSTALL_SECONDS)
-        directory = Path(text.split("Database, workspaces and logs: ", 1)[1].split()[0])
-        try:
+    directory = None
+    try:
+        with shell(HEADLINE, clone, fresh_env(home), out) as proc:
+            text = wait_for_text(out, proc, "Press Ctrl-C to stop", INSTALL_SECONDS)
+            directory = Path(text.split("Database, workspaces and logs: ", 1)[1].split()[0])
             pasted = run_in_shell("\n".join(printed_commands(text)), base, fresh_env(home))
             os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in its terminal
             code = proc.wait(timeout=120)
-        finally:
-            survivors = kill_under(directory)
+            survivors = processes_under(directory)
+    finally:
+        kill_under(clone)  # its supervisors run the copy's .venv/bin/python, even unannounced
+        if directory is not None:
+            kill_under(directory)  # and their tasks work in its directory
     return DemoRun(clone, home, out.read_text(), pasted, code, directory, survivors)
 
 
@@ -273,7 +277,7 @@ def test_the_command_line_section_and_the_five_verbs_as_printed(demo_run, tmp_pa
             client = run_in_shell(block("client") + "\n" + block("verbs"), demo_run.clone, env)
     finally:
         (demo_run.clone / "init.txt").unlink(missing_ok=True)
-        left = kill_under(home)
+        left = kill_under(home) | kill_under(demo_run.clone)
     assert client.returncode == 0, client.stderr
     out = client.stdout
     assert "runs tasks on the labq server's host: local backend" in out  # not on s1.lab1
