@@ -142,6 +142,8 @@ def init(url: str | None, data_dir: str | None, admin: str) -> None:
 
     url = url or database.default_url(Path(data_dir) if data_dir else None)
     try:
+        if database.create_if_missing(url):
+            click.echo(f"created the database {_shown_url(url)}")
         revision = database.upgrade(url)
     except (ArgumentError, NoSuchModuleError, OperationalError) as exc:
         raise LabqError(f"cannot open database {_shown_url(url)}: {exc.args[0]}") from None
@@ -206,11 +208,13 @@ def server(
     type=click.Path(file_okay=False),
     help="Where the database, workspaces and logs go (default: a new temporary directory).",
 )
-def demo(port: int, directory: str | None) -> None:
-    """Run a server with a demo lab of local systems and a few sample jobs, until Ctrl-C."""
+@click.option("--keep", is_flag=True, help="Keep the temporary directory when it stops.")
+def demo(port: int, directory: str | None, keep: bool) -> None:
+    """Run a server with a demo lab of local systems and a few sample jobs, until Ctrl-C
+    (or SIGTERM); then stop what it started and remove its temporary directory."""
     from labq.demo import run_demo
 
-    run_demo(port=port, directory=directory)
+    run_demo(port=port, directory=directory, keep=keep)
 
 
 class DefaultToRun(click.Group):

@@ -9,6 +9,7 @@ server's own message, so the command line prints them as one line.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -26,6 +27,8 @@ from labq.errors import LabqError
 DEFAULT_URL: Final = "http://127.0.0.1:8080"
 API_PREFIX: Final = "/api/v1"
 Params = Mapping[str, str | int | list[str] | None]  # a list: the parameter repeated
+# what an HTTP header can carry as is: a token with anything else was pasted wrong ("lq_…")
+_TOKEN: Final = re.compile(r"[\x21-\x7e]+")
 
 
 class ServerError(LabqError):
@@ -64,12 +67,44 @@ class Connection:
 
 def resolve_connection(url: str | None, token: str | None) -> Connection:
     """Options (or their environment variables, as click reads them) over the client file."""
+    given = "--url or LABQ_URL"
     if url is not None and token is not None:
-        return Connection(url.rstrip("/"), token)
-    stored = _read_client_file(config_path())
+        return Connection(_checked_url(url, given), _checked_token(token, "--token or LABQ_TOKEN"))
+    path = config_path()
+    stored = _read_client_file(path)
     return Connection(
-        (url or stored.get("url") or DEFAULT_URL).rstrip("/"),
-        token or stored.get("token"),
+        _checked_url(url, given) if url else _checked_url(stored.get("url") or DEFAULT_URL, path),
+        (
+            _checked_token(token, "--token or LABQ_TOKEN")
+            if token
+            else _checked_token(stored.get("token"), path)
+        ),
+    )
+
+
+def _checked_url(url: str, source: str | Path) -> str:
+    """The URL without its trailing slash; refused unless it is ``http(s)://HOST…``."""
+    try:
+        parsed = httpx.URL(url)
+        fine = parsed.scheme in ("http", "https") and bool(parsed.host)
+    except httpx.InvalidURL:
+        fine = False
+    if not fine:
+        raise ConnectionSettingsError(
+            f"{source}: {url!r} is not a labq server URL (expected http://HOST:PORT)"
+        )
+    return url.rstrip("/")
+
+
+def _checked_token(token: str | None, source: str | Path) -> str | None:
+    """The token as given; refused when it holds what no token holds (a placeholder's ``…``,
+    a space), which would otherwise fail deep inside the HTTP client."""
+    if token is None or _TOKEN.fullmatch(token):
+        return token
+    at, bad = next((i, c) for i, c in enumerate(token, 1) if not _TOKEN.fullmatch(c))
+    raise ConnectionSettingsError(
+        f"{source}: not an API token: character {at} is {bad!r} (U+{ord(bad):04X}); use the"
+        " whole token labq printed (lq_ and 43 letters, digits, '-' or '_')"
     )
 
 

@@ -208,6 +208,35 @@ def test_no_server_running(labq):
     one_line_refusal(result, f"cannot reach labq at {url}")
 
 
+@pytest.mark.parametrize(
+    ("env", "words"),
+    [
+        ({"LABQ_TOKEN": "lq_\u2026"}, ["LABQ_TOKEN", "not an API token", "'\u2026' (U+2026)"]),
+        ({"LABQ_TOKEN": "lq_abc def"}, ["LABQ_TOKEN", "character 7 is ' '"]),
+        ({"LABQ_URL": "http://\u2026:8080"}, ["LABQ_URL", "not a labq server URL"]),
+        ({"LABQ_URL": "127.0.0.1:8080"}, ["LABQ_URL", "expected http://HOST:PORT"]),
+    ],
+    ids=["placeholder-token", "token-with-space", "placeholder-url", "url-without-scheme"],
+)
+def test_a_pasted_placeholder_is_refused_in_one_line(labq, env, words):
+    # the README once printed `LABQ_TOKEN=lq_…`: as pasted, it was an internal error (rc 70)
+    settings = {"LABQ_URL": f"http://127.0.0.1:{free_port()}", "LABQ_TOKEN": "lq_x", **env}
+    result = labq("job", "list", env=settings)
+    one_line_refusal(result, *words)
+    assert result.returncode == 2
+    assert "internal error" not in result.stderr
+
+
+def test_a_token_in_the_client_file_is_checked_too(labq, tmp_path):
+    folder = tmp_path / "home" / ".config" / "labq"
+    folder.mkdir(parents=True)
+    config = folder / "client.yaml"
+    config.write_text("url: http://127.0.0.1:9\ntoken: lq_\u2026\n", encoding="utf-8")
+    os.chmod(config, stat.S_IRUSR | stat.S_IWUSR)
+    result = labq("job", "list")
+    one_line_refusal(result, str(config), "not an API token")
+
+
 def test_the_client_file_and_its_permissions(labq, live_server, tmp_path):
     folder = tmp_path / "home" / ".config" / "labq"
     folder.mkdir(parents=True)

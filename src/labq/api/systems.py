@@ -21,6 +21,7 @@ from labq.api.schemas import (
     Reason,
     Scalar,
 )
+from labq.config import Settings
 from labq.domain.inventory import InventoryError, parse_inventory
 from labq.domain.model import System
 from labq.domain.states import Condition
@@ -198,8 +199,31 @@ def add_system(body: SystemBody, state: StateDep, admin: AdminDep) -> dict[str, 
     with transaction(state.engine) as repo:
         repo.add_system(system, actor=admin.name, now=state.clock())
         added = repo.get_system(body.fqdn)
+        by_agent = body.lab in repo.agent_labs()
     tell(lambda: state.events.system_added(body.fqdn))
-    return system_json(added)
+    return {**system_json(added), "runs_on": runs_on(state.settings, added, by_agent=by_agent)}
+
+
+def runs_on(settings: Settings, system: System, *, by_agent: bool) -> dict[str, str]:
+    """Where the lab's tasks will run, said when the system is added: a lab with no
+    backend configured runs them on the server's own host, whatever the fqdn says."""
+    lab = system.lab
+    if by_agent:
+        backend, note = (
+            "agent",
+            f"lab {lab!r} is served by a lab agent: it runs the tasks as its settings say",
+        )
+    elif settings.lab(lab).backend == "ssh":
+        user = settings.lab(lab).ssh.user
+        backend, note = "ssh", f"runs tasks on {system.fqdn} over ssh as {user}"
+    else:
+        backend = "local"
+        why = "is set to it" if lab in settings.labs else "has no backend configured"
+        note = (
+            f"runs tasks on the labq server's host: local backend (lab {lab!r} {why}),"
+            f" not on {system.fqdn}; see Backends in docs/execution.md"
+        )
+    return {"backend": backend, "note": note}
 
 
 @router.post("/{fqdn}/condition", responses=answers(404, 409))

@@ -59,7 +59,13 @@ def add_system(
     if pools:
         body["pools"] = list(pools)
     added = api(ctx).post("/systems", body)
-    show(added, as_json, lambda d: f"added {d['fqdn']} to lab {d['lab']} ({d['usage']})")
+
+    def render(d: dict[str, Any]) -> str:
+        line = f"added {d['fqdn']} to lab {d['lab']} ({d['usage']})"
+        where = d.get("runs_on")  # an older server says nothing of it
+        return line if where is None else f"{line}\n{where['note']}"
+
+    show(added, as_json, render)
 
 
 @system.command("list")

@@ -19,7 +19,11 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import URL, Connection, Engine, create_engine, event, make_url
+from sqlalchemy import URL, Connection, Engine, create_engine, event, make_url, text
+from sqlalchemy.exc import OperationalError, ProgrammingError
+from sqlalchemy.pool import NullPool
+
+from labq.errors import LabqError
 
 ENV_VAR: Final = "LABQ_DB"
 SQLITE_BUSY_TIMEOUT_S: Final = 30.0
@@ -78,6 +82,59 @@ def _sqlite_begin(conn: Connection) -> None:
         conn.exec_driver_sql("BEGIN DEFERRED")
     else:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+# --- a PostgreSQL database that is not there yet -------------------------------
+
+_MAINTENANCE: Final = ("postgres", "template1")  # databases every server has
+_DUPLICATE_DATABASE: Final = "42P04"
+_INSUFFICIENT_PRIVILEGE: Final = "42501"
+
+
+def create_if_missing(url: str | URL) -> bool:
+    """Create a PostgreSQL URL's database when the server has none of that name: True
+    when it did. The role may lack the right: a :class:`LabqError` says who can and how.
+
+    False for SQLite (which makes its file) and when no maintenance database lets us in:
+    then connecting to the database itself tells what is wrong.
+    """
+    parsed = normalise_url(url)
+    if parsed.get_backend_name() != "postgresql" or not parsed.database:
+        return False
+    for maintenance in _MAINTENANCE:
+        engine = create_engine(
+            parsed.set(database=maintenance), isolation_level="AUTOCOMMIT", poolclass=NullPool
+        )
+        try:
+            with engine.connect() as conn:
+                return _create(conn, parsed)
+        except OperationalError:
+            continue  # this one may not be open to the role: try the next
+        finally:
+            engine.dispose()
+    return False
+
+
+def _create(conn: Connection, url: URL) -> bool:
+    name = str(url.database)
+    found = conn.execute(text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": name})
+    if found.first() is not None:
+        return False
+    try:
+        conn.exec_driver_sql(f"CREATE DATABASE {conn.dialect.identifier_preparer.quote(name)}")
+    except ProgrammingError as exc:
+        state = getattr(exc.orig, "sqlstate", None)
+        if state == _DUPLICATE_DATABASE:
+            return False  # another init made it meanwhile
+        where = f"{url.host or 'localhost'}:{url.port or 5432}"
+        role = url.username or "(the connecting role)"
+        problem = "may not create it" if state == _INSUFFICIENT_PRIVILEGE else str(exc.orig)
+        raise LabqError(
+            f"database {name!r} does not exist on {where} and role {role!r} {problem}: as a"
+            f" PostgreSQL superuser run createdb -h {url.host or 'localhost'}"
+            f" -p {url.port or 5432} -O {url.username or '$USER'} {name}, then labq init again"
+        ) from None
+    return True
 
 
 # --- migrations ----------------------------------------------------------------
