@@ -42,15 +42,16 @@ def shows_progress(as_json: bool = False) -> bool:
 
 
 @contextmanager
-def progress(shown: bool) -> Iterator[Progress]:
+def progress(shown: bool, *, counted: bool = True) -> Iterator[Progress]:
     """A progress display on stderr, drawn only if ``shown`` and stderr is a terminal;
-    erased when the work is done so the report that follows stands alone."""
+    erased when the work is done so the report that follows stands alone.
+    ``counted``: with a bar and a count of done over total, else a spinner alone."""
     err = Console(stderr=True)
+    counts = (BarColumn(), MofNCompleteColumn()) if counted else ()
     bar = Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
+        *counts,
         TimeElapsedColumn(),
         console=err,
         transient=True,
@@ -63,7 +64,7 @@ def progress(shown: bool) -> Iterator[Progress]:
 @contextmanager
 def working(description: str, shown: bool) -> Iterator[None]:
     """A spinner on stderr for one step whose length nobody knows (a server's answer)."""
-    with progress(shown) as bar:
+    with progress(shown, counted=False) as bar:
         bar.add_task(description, total=None)
         yield
 

@@ -155,3 +155,46 @@ def test_compare_counts_stuck_sets_in_wait_and_makespan(tmp_path):
     stuck_row = next(line for line in table.splitlines() if "stuck sets" in line)
     assert [cell.strip() for cell in stuck_row.split("│")[1:-1]] == ["stuck sets", "0", "2"]
     assert "≥" in next(line for line in table.splitlines() if "mean wait" in line)
+
+
+def _on_terminal(args: list[str], cwd: Path) -> tuple[int, str, str]:
+    """Run with stderr on a pseudo-terminal: (exit status, what the terminal got, stdout)."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    proc = subprocess.Popen(
+        [*labq_script(), *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        text=True,
+        cwd=cwd,
+        env=_env(),
+    )
+    os.close(slave)
+    try:
+        drawn = _read_until_exit(master, proc, time.monotonic() + 120)
+        report, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+    return proc.returncode, drawn, report
+
+
+NOWHERE = ["--url", "http://127.0.0.1:9", "--token", "lq_test"]  # nothing listens on port 9
+
+
+def test_a_bulk_change_spins_on_a_terminal_only_and_the_error_stands_alone(tmp_path):
+    args = [*NOWHERE, "job", "cancel", "--owner", "bob", "--yes"]
+    code, drawn, _ = _on_terminal(args, tmp_path)
+    assert code == 2
+    assert "cancel: changing the jobs" in drawn  # the spinner's label, then erased
+    assert drawn.rstrip().endswith("labq: cannot reach labq at http://127.0.0.1:9"
+                                   " ([Errno 111] Connection refused)")  # fmt: skip
+    piped = _run(*args, cwd=tmp_path)
+    assert piped.returncode == 2
+    assert piped.stderr == (
+        "labq: cannot reach labq at http://127.0.0.1:9 ([Errno 111] Connection refused)\n"
+    )
+    assert piped.stdout == ""

@@ -136,7 +136,7 @@ def _change(
                 place="--yes",
             )
         click.confirm(question.format(n=count), abort=True, err=True)
-    with working(question.format(n="the").removesuffix("?"), shown):
+    with working(f"{path.rsplit('/', 1)[-1]}: changing the jobs", shown):
         answer = client.post(path, body)
     show(answer, as_json, _told(done_word))
     _exit_if_refused(answer)
