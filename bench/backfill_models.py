@@ -24,9 +24,10 @@ import heapq
 import math
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 TAU = 10.0  # seconds: the bound of the bounded slowdown
-LUBLIN = "/work/shared/traces/lublin_256.swf.gz"
+LUBLIN = str(Path(__file__).resolve().parents[1] / "examples" / "traces" / "lublin_256.swf.gz")
 
 
 @dataclass(frozen=True)

@@ -113,7 +113,7 @@ def _regime(
             makespan[policy] = metrics.makespan
             row = totals[policy]
             row[0] += waited[policy]
-            row[1] += metrics.mean_wait * metrics.started
+            row[1] += metrics.mean_wait * (metrics.started + metrics.stuck)  # stuck sets count
             row[2] += metrics.makespan
             row[3] += len(stuck(world))
             row[4] += spent

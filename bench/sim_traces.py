@@ -6,7 +6,8 @@
 For each trace and policy: mean and max wait, mean bounded slowdown (tau = 10 s),
 utilisation, stuck sets and the wall time of the simulation alone (loading and
 measuring are timed apart). Then, per trace, labq's figures as ratios to
-EASY's measured in the same run. Traces default to /work/shared/traces/*.swf.gz;
+EASY's measured in the same run. Traces default to ../shared/traces/*.swf.gz (beside
+the repository);
 ``--config`` lays a scenario ``config`` section over labq's defaults.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import glob
 import time
+from pathlib import Path
 
 from labq.sim.metrics import Metrics, measure, stuck
 from labq.sim.runner import simulate
@@ -37,7 +39,8 @@ def main() -> None:
     parser.add_argument("--policies", default=DEFAULT_POLICIES)
     parser.add_argument("--config", default=None)
     args = parser.parse_args()
-    traces = args.traces or sorted(glob.glob("/work/shared/traces/*.swf.gz"))
+    shared = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
+    traces = args.traces or sorted(glob.glob(str(shared / "*.swf.gz")))
     print(HEADER)
     for trace in traces:
         scenario = load_swf(trace, nodes=None, limit=args.limit, estimate=args.estimate)

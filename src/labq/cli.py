@@ -326,7 +326,11 @@ def sim_export(
         "lab": list(labs) or None,
         "anonymise": "true" if anonymise else None,
     }
-    click.echo(api(ctx).get_text("/sim/export", params), nl=False)
+    from labq.terminal import shows_progress, working
+
+    with working("exporting the lab's history", shows_progress()):
+        text = api(ctx).get_text("/sim/export", params)
+    click.echo(text, nl=False)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

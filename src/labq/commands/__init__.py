@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from labq.client import Client, ConnectionSettingsError, resolve_connection
+from labq.terminal import output
 
 
 @dataclass
@@ -56,11 +57,8 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print the AP
 
 
 def console() -> Console:
-    """Where tables go: stdout; not cut to 80 columns when it is a pipe or a file."""
-    out = Console(highlight=False, soft_wrap=False)
-    if not out.is_terminal:
-        out.width = 1000
-    return out
+    """Where tables go: stdout, as wide as the terminal or ``COLUMNS``; piped, never cut."""
+    return output()
 
 
 def show(data: Any, as_json: bool, render: Callable[[Any], Any]) -> None:

@@ -20,6 +20,7 @@ from labq.commands.jobs import job
 from labq.commands.pools import priority_label
 from labq.domain.states import RecipeState
 from labq.errors import InputError
+from labq.terminal import shows_progress, working
 
 STATES = [s.value for s in RecipeState]
 
@@ -119,9 +120,11 @@ def _change(
 ) -> None:
     """Ask what would change, confirm the count, change, and say how many changed."""
     client = api(ctx)
+    shown = shows_progress(as_json)
     filtered = set(body) - {"ids", "reason", "priority"}
     if not yes and filtered:
-        preview = client.post(path, {**body, "dry_run": True})
+        with working("finding the jobs", shown):
+            preview = client.post(path, {**body, "dry_run": True})
         count = len(preview["changed"])
         if count == 0:
             show(preview, as_json, _told(done_word))
@@ -133,7 +136,8 @@ def _change(
                 place="--yes",
             )
         click.confirm(question.format(n=count), abort=True, err=True)
-    answer = client.post(path, body)
+    with working(f"{path.rsplit('/', 1)[-1]}: changing the jobs", shown):
+        answer = client.post(path, body)
     show(answer, as_json, _told(done_word))
     _exit_if_refused(answer)
 

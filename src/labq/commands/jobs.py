@@ -21,6 +21,7 @@ from labq.domain.states import RecipeState
 from labq.errors import LabqError
 from labq.formats.loader import FORMATS, Format, load_job
 from labq.formats.source import read_document
+from labq.terminal import progress, shows_progress, working
 
 WAITING_STATES: Final = ["new", "queued", "assigned", "scheduled"]
 CONTENT_TYPES: Final = {".xml": "application/xml", ".json": "application/json"}
@@ -70,15 +71,18 @@ def submit(
     as_json: bool,
 ) -> None:
     """Submit job files; checked here first, so a bad one names the file, line and place."""
-    for file in files:
-        load_job(file, fmt=fmt)  # the same message as `labq validate`, before anything is sent
+    shown = shows_progress(as_json) and len(files) > 1
+    with progress(shown) as bar:
+        for file in bar.track(files, description="checking files"):
+            load_job(file, fmt=fmt)  # the message of `labq validate`, before anything is sent
     if run_name is not None:
         if wait:
             raise click.UsageError("--wait follows one job; follow a run with `labq run show`")
         documents = [
             {"name": file, "document": read_document(file), "format": fmt} for file in files
         ]
-        created = submit_run(ctx, run_name, documents, {"files": list(files)})
+        with working(f"submitting run {run_name} ({len(files)} jobs)", shown):
+            created = submit_run(ctx, run_name, documents, {"files": list(files)})
         show(created, as_json, lambda d: f"submitted run {d['name']}: jobs {cell(d['jobs'])}")
         return
     if len(files) > 1:

@@ -8,6 +8,7 @@ import click
 
 from labq.commands import api, json_option, show, table, when
 from labq.commands.jobs import job
+from labq.terminal import shows_progress, working
 
 
 @click.group("logs")
@@ -20,7 +21,8 @@ def logs_group() -> None:
 @click.pass_context
 def prune_logs(ctx: click.Context, as_json: bool) -> None:
     """Delete the logs of every job whose retention has run out, now (admins)."""
-    done = api(ctx).post("/logs/prune")
+    with working("deleting expired logs", shows_progress(as_json)):
+        done = api(ctx).post("/logs/prune")
 
     def render(d: dict[str, Any]) -> Any:
         if not d["pruned"]:

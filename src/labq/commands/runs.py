@@ -14,6 +14,7 @@ from labq.commands import api, fields, json_option, show, table, when
 from labq.domain.runs import STATUSES
 from labq.errors import InputError
 from labq.formats.suite import Subset, SuiteJob, expand, split_words, suite_name
+from labq.terminal import progress, shows_progress, working
 
 
 @click.group("run")
@@ -68,7 +69,8 @@ def show_run(ctx: click.Context, name: str, as_json: bool) -> None:
 @click.pass_context
 def cancel_run(ctx: click.Context, name: str, reason: str | None, as_json: bool) -> None:
     """Cancel every unfinished job of a run."""
-    done = api(ctx).post(f"/runs/{name}/cancel", {"reason": reason} if reason else None)
+    with working(f"cancelling run {name}", shows_progress(as_json)):
+        done = api(ctx).post(f"/runs/{name}/cancel", {"reason": reason} if reason else None)
     show(done, as_json, lambda d: f"run {d['name']}: {len(d['cancelled'])} job(s) cancelled")
 
 
@@ -133,18 +135,22 @@ def suite(
     chosen = Subset.parse(subset) if subset else None
     if seed is None:
         seed = random.SystemRandom().randrange(10_000)  # teuthology's range of seeds
-    jobs = expand(
-        directory,
-        seed=seed,
-        subset=chosen,
-        filter_in=split_words(filter_in),
-        filter_out=split_words(filter_out),
-    )
-    if priority is not None:
-        for job in jobs:
-            job.config["priority"] = priority
-    for job in jobs:
-        job.spec()  # every job is checked here first: the first bad one is named
+    shown = shows_progress(as_json)
+    with progress(shown) as bar:
+        expanding = bar.add_task(f"expanding {directory}", total=None)
+        jobs = expand(
+            directory,
+            seed=seed,
+            subset=chosen,
+            filter_in=split_words(filter_in),
+            filter_out=split_words(filter_out),
+        )
+        bar.remove_task(expanding)
+        if priority is not None:
+            for job in jobs:
+                job.config["priority"] = priority
+        for job in bar.track(jobs, description="checking jobs"):
+            job.spec()  # every job is checked here first: the first bad one is named
     name = run_name or _default_name(suite_name(directory))
     meta = {
         "suite": suite_name(directory),
@@ -163,7 +169,8 @@ def suite(
     documents = [
         {"name": j.description, "document": j.document(), "format": "teuthology"} for j in jobs
     ]
-    created = submit_run(ctx, name, documents, meta)
+    with working(f"submitting run {name} ({len(documents)} jobs)", shown):
+        created = submit_run(ctx, name, documents, meta)
     show(
         created,
         as_json,

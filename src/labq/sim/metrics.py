@@ -22,6 +22,7 @@ class Metrics:
 
     sets: int
     started: int
+    stuck: int  # sets never started when the run ended: they count as waiting until then
     mean_wait: float
     p95_wait: float
     max_wait: float
@@ -59,20 +60,32 @@ def lock_waits(world: World) -> LockWaits:
     )
 
 
-def measure(world: World) -> Metrics:
-    """Metrics over every set attempt that started."""
+def measure(world: World, until: float | None = None) -> Metrics:
+    """Metrics over every set attempt that started, and every stuck one.
+
+    A stuck set counts as waiting until ``until`` (default: when the run ended),
+    and the makespan runs to it: a policy that strands sets must not look better
+    for leaving them out. A comparison passes the latest end of all its runs, so
+    a stuck set waits at least as long as it did under any other policy.
+    """
     started = [r for r in world.sets.values() if r.started_at is not None]
-    waits = sorted(_wait(r) for r in started)
+    stranded = stuck_sets(world)
+    end = max(ended(world), until) if until is not None else ended(world)
+    waits = sorted([_wait(r) for r in started] + [end - r.submitted for r in stranded])
     slowdowns = [_bounded_slowdown(r) for r in started]
+    slowdowns += [_stuck_slowdown(r, end) for r in stranded]
     by_group: dict[str, list[float]] = {}
-    for run, slowdown in zip(started, slowdowns, strict=True):
+    for run, slowdown in zip(started + stranded, slowdowns, strict=True):
         by_group.setdefault(run.group or "everybody", []).append(slowdown)
     group_means = {g: sum(v) / len(v) for g, v in sorted(by_group.items())}
     first = min((r.submitted for r in world.sets.values()), default=0.0)
     last = max((r.finished_at or r.submitted for r in world.sets.values()), default=0.0)
+    if stranded:
+        last = max(last, end)
     return Metrics(
         sets=len(world.sets),
         started=len(started),
+        stuck=len(stranded),
         mean_wait=_mean(waits),
         p95_wait=_percentile(waits, 0.95),
         max_wait=waits[-1] if waits else 0.0,
@@ -114,6 +127,17 @@ def _bounded_slowdown(run: SetRun) -> float:
     return max(1.0, (_wait(run) + runtime) / max(runtime, TAU))
 
 
+def ended(world: World) -> float:
+    """When the run ended: its last event, or the scenario's ``until``."""
+    return world.ended if world.ended is not None else world.now
+
+
+def _stuck_slowdown(run: SetRun, end: float) -> float:
+    """A stuck set's slowdown as if it started at the end: its wait, then its recipes' time."""
+    runtime = max((r.duration for r in run.recipes), default=0.0)
+    return max(1.0, (end - run.submitted + runtime) / max(runtime, TAU))
+
+
 def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
@@ -125,12 +149,19 @@ def _percentile(ordered: Sequence[float], q: float) -> float:
     return ordered[rank]
 
 
+def stuck_sets(world: World) -> list[SetRun]:
+    """Set attempts submitted that never started although the simulation ended."""
+    return [
+        run
+        for run in world.waiting()
+        if run.id in world.submitted and not any(r.state.is_final for r in run.recipes)
+    ]
+
+
 def stuck(world: World) -> list[dict[str, object]]:
     """Sets that never started although the simulation ended, and why."""
     out = []
-    for run in world.waiting():
-        if any(r.state.is_final for r in run.recipes):
-            continue
+    for run in stuck_sets(world):
         out.append(
             {
                 "job": run.job,

@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -29,12 +29,19 @@ _UNITS: Final = ((7200.0, 3600.0, "h"), (120.0, 60.0, "min"), (0.0, 1.0, "s"))
 _STYLES: Final = ("-", "--", "-.", ":")  # policies that tie stay visible
 
 
-def write_plots(runs: list[Run], directory: str) -> list[Path]:
-    """Write the charts of these runs into ``directory`` (made if missing); their paths."""
+def write_plots(
+    runs: list[Run], directory: str, done: Callable[[], None] = lambda: None
+) -> list[Path]:
+    """Write the charts of these runs into ``directory`` (made if missing); their paths.
+
+    ``done`` is called after each chart (a progress bar counts them).
+    """
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     paths = [_wait_distribution(runs, out / "wait_distribution.png")]
+    done()
     paths.append(_utilisation(runs, out / "utilisation.png"))
+    done()
     used: set[str] = set()
     for run in runs:
         name = re.sub(r"[^A-Za-z0-9._-]+", "_", run.policy)
@@ -44,6 +51,7 @@ def write_plots(runs: list[Run], directory: str) -> list[Path]:
             name = f"{stem}-{n}"
         used.add(name)
         paths.append(_gantt(run, out / f"gantt-{name}.png"))
+        done()
     return paths
 
 

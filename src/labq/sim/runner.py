@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Final
 
 from labq.domain import requirements
 from labq.domain.contention import LockNeeds
@@ -53,11 +55,13 @@ def simulate(
     seed: int = 0,
     *,
     policy: Policy | None = None,
+    progress: Progress | None = None,
 ) -> Run:
     """Run one policy over a scenario to the end (or to ``config.until``).
 
     ``policy``: this policy object instead of a fresh one by name (the explorer
     replays its counterexamples through a core that records every call).
+    ``progress``: called now and then with (set attempts ended, set attempts known).
     """
     if policy is None:
         policy = make_policy(policy_name, scenario, random.Random(seed))  # noqa: S311
@@ -66,7 +70,7 @@ def simulate(
         world.at(job.submit_at, w.SUBMIT, job_ids[job.id])
     for event in scenario.events:
         world.at(event.at, w.CONDITION if event.condition else w.CONTROL, event)
-    _loop(world, scenario)
+    _loop(world, scenario, progress)
     return Run(policy_name, world, scenario)
 
 
@@ -94,19 +98,29 @@ def build_world(
     return world, job_ids
 
 
-def _loop(world: World, scenario: Scenario) -> None:
+Progress = Callable[[int, int], None]
+EVERY: Final = 256  # events between two progress reports: a report costs little, not nothing
+
+
+def _loop(world: World, scenario: Scenario, progress: Progress | None = None) -> None:
     config = scenario.config
     world.at(config.consistency_every, w.CONSISTENCY)
     if world.policy.polls:
         world.at(0.0, w.TICK)
+    events = 0
     while True:
         event = world.pop()
         if event is None:
+            world.ended = world.now
             break
         time, kind, payload = event
         if config.until is not None and time > config.until:
+            world.ended = config.until  # the clock moved past it to look: it ends at until
             break
         handle(world, kind, payload)
+        events += 1
+        if progress is not None and events % EVERY == 0:
+            progress(world.closed, len(world.sets))
         if kind in (w.TICK, w.CONSISTENCY) and not _more_to_do(world):
             continue  # the periodic timers stop when nothing can change any more
         if kind == w.TICK:

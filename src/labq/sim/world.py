@@ -121,6 +121,8 @@ class World:
     idle_rounds: int = 0
     running_sets: int = 0
     running_peak: int = 0  # the most sets started and not finished at once
+    closed: int = 0  # set attempts ended, whatever way (a progress bar counts them)
+    ended: float | None = None  # where the run stopped: the last event, or ``until``
     lab_running: Counter[str] = field(default_factory=Counter)
     lab_running_peak: Counter[str] = field(default_factory=Counter)
     submitted: set[int] = field(default_factory=set)
@@ -262,6 +264,7 @@ class World:
     def _close(self, run: SetRun) -> None:
         """The set ended, whatever way: it lets go of its running slot and its locks."""
         run.finished_at = self.now
+        self.closed += 1
         if run.started_at is not None:
             self.running_sets -= 1
             if run.lab is not None:
