@@ -31,7 +31,8 @@ from labq.domain.model import User
 from labq.domain.priority import Priority
 from labq.domain.retention import check_tag, job_tag
 from labq.domain.states import RecipeState
-from labq.formats.loader import Format, detect_format, parse_job
+from labq.formats.loader import Format, detect_format, read_job
+from labq.formats.origins import Origins
 from labq.formats.source import decode_document
 from labq.store import Repository, reading, transaction
 from labq.store.listing import MAX_PAGE
@@ -104,10 +105,13 @@ def submit_job(
     text = decode_document(body, source="job", limit=limits.document_bytes)
     if chosen == "auto":
         chosen = detect_format(text)
-    spec = pin_ref(parse_job(text, source="job", fmt=chosen, limits=limits))
+    parsed, origins = read_job(text, source="job", fmt=chosen, limits=limits)
+    spec = pin_ref(parsed)
     check_tag(job_tag(spec.metadata, app.settings.retention.default), app.settings.retention.tags)
     with transaction(app.engine) as repo:
-        job_id = store_job(repo, caller, spec, chosen, now=app.clock(), source=text)
+        job_id = store_job(
+            repo, caller, spec, chosen, now=app.clock(), source=text, origins=origins
+        )
     tell(lambda: app.events.job_submitted(job_id))
     return {"id": job_id, "format": chosen, "url": f"/api/v1/jobs/{job_id}"}
 
@@ -122,11 +126,13 @@ def store_job(
     run_id: int | None = None,
     source: str | None = None,
     fleet: Fleet | None = None,
+    origins: Origins | None = None,
 ) -> int:
     """Store one parsed job for ``caller`` with every check a submission passes.
 
     ``source`` is the document it was parsed from, kept verbatim for ``clone``; ``fleet``
-    the systems to check it against, when the caller loaded them (the jobs of a run).
+    the systems to check it against, when the caller loaded them (the jobs of a run);
+    ``origins`` where its parts came from in that document, for the line of a refusal.
     """
     user = repo.get_user(caller.name)
     group = spec.group
@@ -139,7 +145,7 @@ def store_job(
     # a set no system can ever run is refused, and the transaction stores nothing
     if fleet is None:
         fleet = Fleet.of(repo.list_systems(), repo.load_access_policy())
-    refuse_unrunnable(spec, fleet)
+    refuse_unrunnable(spec, fleet, origins)
     return job_id
 
 

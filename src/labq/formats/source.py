@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -40,6 +40,10 @@ class LineMap:
     def add(self, path: DocPath, line: int) -> None:
         """Remember that ``path`` starts on ``line`` (1-based)."""
         self._lines.setdefault(path, line)
+
+    def under(self, prefix: DocPath) -> Iterator[DocPath]:
+        """The known paths inside ``prefix``, in the order they were added (the document's)."""
+        return (p for p in self._lines if p[: len(prefix)] == prefix)
 
     def line_of(self, path: DocPath) -> int | None:
         """The line of ``path``, or of its nearest known parent."""
