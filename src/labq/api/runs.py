@@ -152,7 +152,8 @@ def show_run(name: str, app: StateDep, _: UserDep) -> dict[str, Any]:
 def cancel_run(
     name: str, app: StateDep, caller: UserDep, body: CancelBody | None = None
 ) -> dict[str, Any]:
-    """Cancel every unfinished job of the run (each job's owner, group, or an admin)."""
+    """Cancel every unfinished job of the run (each job's owner, group, or an admin); ``note``
+    says why nothing was cancelled (null when something was)."""
     reason = None if body is None else body.reason
     with transaction(app.engine) as repo:
         for job in repo.load_run(name).jobs:
@@ -161,4 +162,7 @@ def cancel_run(
         done = repo.cancel_run(name, actor=caller.name, now=app.clock(), reason=reason)
     for job_id in done:
         tell(partial(app.events.jobs_cancelled, job_id))
-    return {"name": name, "cancelled": {str(k): v for k, v in done.items()}}
+    note = None
+    if not done:
+        note = f"run {name} has no job left to cancel: each has ended or is being cancelled"
+    return {"name": name, "cancelled": {str(k): v for k, v in done.items()}, "note": note}
