@@ -61,6 +61,14 @@ class Origins:
             return JobSpec.model_validate(data)
         except ValidationError as exc:
             err = validation_error(exc, source=self.source, lines=self.lines)
-            raise InputError(
-                err.problem, source=self.source, place=self.place_of(err.place), line=err.line
-            ) from None
+            raise self._in_input(err) from None
+
+    def _in_input(self, err: InputError) -> InputError:
+        """A problem found in the native form, told at its place in the input."""
+        return InputError(
+            err.problem,
+            source=self.source,
+            place=self.place_of(err.place),
+            line=err.line,
+            every=[self._in_input(e) for e in err.every],
+        )
