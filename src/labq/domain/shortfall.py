@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from labq.domain.job import JobSpec
 from labq.domain.requirements import (
     AllOf,
     AnyOf,
@@ -48,6 +49,7 @@ BUILTIN: Final = frozenset(
         "last_inventoried",
     }
 )
+Path = tuple[str | int, ...]  # a place in the native form of a job
 SHOWN: Final = 8  # values or names listed in one message; more are counted
 _ORDERS: Final = frozenset({"<", "<=", ">", ">="})
 
@@ -77,6 +79,15 @@ def unknown(req: Requirement, known: frozenset[str]) -> list[str]:
         if prop not in known and prop not in BUILTIN and prop not in out:
             out.append(prop)
     return out
+
+
+def unrecorded(spec: JobSpec, known: frozenset[str]) -> Iterator[tuple[Path, str]]:
+    """``(host path, property)`` for each property of a recipe's host requirement that no
+    system records, recipe by recipe."""
+    for i, recipe_set in enumerate(spec.recipe_sets):
+        for j, recipe in enumerate(recipe_set.recipes):
+            for prop in unknown(recipe.host, known):
+                yield ("recipe_sets", i, "recipes", j, "host"), prop
 
 
 def unknown_problem(prop: str, known: frozenset[str]) -> str:
