@@ -83,6 +83,12 @@ def test_unknown_lists_properties_no_system_records_in_written_order() -> None:
     assert unknown(req, recorded(FACTS)) == ["zeta", "alpha"]  # device is built in
 
 
+def test_a_term_that_asks_for_no_value_is_no_unknown_property() -> None:
+    # Beaker's bare metal (<hypervisor op="=" value=""/>) and "!=" hold on systems without it
+    req = parse({"hypervisor": "", "lender": {"!=": "acme"}, "colour": {"like": "r%"}})
+    assert unknown(req, recorded(FACTS)) == ["colour"]
+
+
 def test_rendering_reads_like_the_requirement() -> None:
     req = parse({"memory_mb": {">=": 4096}, "or": [{"arch": "x86_64"}, {"arch": "aarch64"}]})
     assert render(req) == "memory_mb >= 4096 and (arch = x86_64 or arch = aarch64)"

@@ -72,10 +72,14 @@ def recorded(facts: Iterable[Facts]) -> frozenset[str]:
 
 
 def unknown(req: Requirement, known: frozenset[str]) -> list[str]:
-    """The properties ``req`` reads that no system records and none can have by itself, in
-    the order they are written (what ``labq validate`` warns about)."""
+    """The properties ``req`` asks systems to have that no system records and none has by
+    itself, in the order they are written (what ``labq validate`` warns about).
+
+    A term that a system without the property satisfies asks for none (``hypervisor:
+    ""``, Beaker's bare metal; ``!=``): it is not counted.
+    """
     out: list[str] = []
-    for prop in _reads(req):
+    for prop in _reads(req, wanted=True):
         if prop not in known and prop not in BUILTIN and prop not in out:
             out.append(prop)
     return out
@@ -146,17 +150,19 @@ def _conjuncts(req: Requirement) -> Iterator[Requirement]:
         yield req
 
 
-def _reads(req: Requirement) -> Iterator[str]:
-    """The properties of ``req`` in written order (a collection counts as one)."""
+def _reads(req: Requirement, *, wanted: bool = False) -> Iterator[str]:
+    """The properties of ``req`` in written order (a collection counts as one); ``wanted``:
+    only those of terms a system without the property fails."""
     if isinstance(req, Compare):
-        yield req.prop
+        if not (wanted and (req.op == "!=" or req.value == "")):
+            yield req.prop
     elif isinstance(req, Some):
         yield req.collection
     elif isinstance(req, Negation):
-        yield from _reads(req.term)
+        yield from _reads(req.term, wanted=wanted)
     else:
         for term in req.terms:
-            yield from _reads(term)
+            yield from _reads(term, wanted=wanted)
 
 
 def _describe(
