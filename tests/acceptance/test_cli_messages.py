@@ -125,6 +125,9 @@ def test_verbs_that_change_nothing_say_why_and_exit_1(as_admin, tmp_path) -> Non
     as_json = as_admin("job", "cancel", str(job), "--json", ok=False)
     assert as_json.returncode == 1
     assert json.loads(as_json.stdout)["cancelled"] == 0
+    both = as_admin("job", "cancel", str(job), str(job), ok=False)  # named, not swept for
+    assert both.returncode == 1
+    assert "no job cancelled" in both.stdout
     later = as_admin("job", "priority", str(job), "low", ok=False)
     assert later.returncode == 1
     assert later.stderr == (

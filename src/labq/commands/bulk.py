@@ -136,6 +136,9 @@ def _change(
     answer = client.post(path, body)
     show(answer, as_json, _told(done_word))
     _exit_if_refused(answer)
+    if not filtered and not answer["changed"]:
+        # the jobs were named, not swept for: what was asked of them did not happen
+        raise click.exceptions.Exit(1)
 
 
 def _told(done_word: str) -> Callable[[dict[str, Any]], str]:
