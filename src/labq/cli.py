@@ -34,7 +34,7 @@ from labq.commands.runs import run_group, suite
 from labq.commands.systems import system
 from labq.commands.usage import usage
 from labq.errors import LabqError
-from labq.formats.loader import FORMATS, Format, load_job
+from labq.formats.loader import FORMATS, Format, locate_job
 
 EXIT_INPUT: Final = 2
 EXIT_INTERNAL: Final = 70
@@ -103,12 +103,24 @@ for _command in (
     help="Job format; auto tells XML (Beaker) from Teuthology and native YAML/JSON.",
 )
 @config_option
-def validate(file: str, fmt: Format, config_file: str | None) -> None:
-    """Check a job file (within the settings' limits) and print its canonical form as JSON."""
+@click.option(
+    "--verbose", "-v", is_flag=True, help="Say why host properties were not checked on a server."
+)
+@click.pass_context
+def validate(
+    ctx: click.Context, file: str, fmt: Format, config_file: str | None, verbose: bool
+) -> None:
+    """Check a job file (within the settings' limits) and print its canonical form as JSON.
+
+    With a server configured (LABQ_URL and LABQ_TOKEN, or the client file), also warn
+    on stderr about host properties no system records; the exit status stays 0.
+    """
+    from labq.commands.checks import warn_unrecorded
     from labq.config import load_settings
 
-    spec = load_job(file, fmt=fmt, limits=load_settings(config_file).limits)
+    spec, origins = locate_job(file, fmt=fmt, limits=load_settings(config_file).limits)
     click.echo(json.dumps(spec.canonical(), indent=2, sort_keys=False))
+    warn_unrecorded(ctx, spec, origins, verbose=verbose)
 
 
 @cli.command()

@@ -2,19 +2,35 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 class LabqError(Exception):
     """Base of every error labq reports in plain words."""
 
 
 class InputError(LabqError):
-    """Bad input: names the source, the place inside it and the problem."""
+    """Bad input: names the source, the place inside it and the problem.
 
-    def __init__(self, problem: str, *, source: str = "", place: str = "", line: int | None = None):
+    When the input has several problems, ``problem`` tells the first and counts the
+    rest (one line for a terminal); ``every`` holds each of them on its own, for a
+    form or an API answer that can show them all.
+    """
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        source: str = "",
+        place: str = "",
+        line: int | None = None,
+        every: Sequence[InputError] = (),
+    ):
         self.problem = problem
         self.source = source
         self.place = place
         self.line = line
+        self.every = tuple(every)
         super().__init__(self.describe())
 
     def describe(self) -> str:
@@ -32,6 +48,7 @@ class InputError(LabqError):
             source=self.source or (source or ""),
             place=self.place,
             line=self.line if self.line is not None else line,
+            every=[e.within(source=source, line=line) for e in self.every],
         )
 
 

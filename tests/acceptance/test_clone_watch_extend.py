@@ -146,7 +146,7 @@ def test_extend_keeps_a_set_alive_past_its_original_max_time(quick_server, tmp_p
 
     over = cli(env, "job", "extend", "2", "--by", "1m")  # it has ended
     assert over.returncode != 0
-    assert over.stderr.strip() == "labq: job 2 has no running set with a max_time to extend"
+    assert over.stderr.strip() == "labq: job 2 has ended: nothing to extend"
     bad = cli(env, "job", "extend", "1", "--by", "soon")
     assert bad.returncode != 0
     assert "'soon' is not a duration" in bad.stderr

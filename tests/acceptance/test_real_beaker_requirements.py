@@ -172,7 +172,12 @@ def test_every_accepted_file_is_submitted(as_user, tmp_path):  # noqa: F811
     # beakerd's test fills %(labcontroller)s and %(arch)s in; taken literally, they are names
     template = BEAKER / "beaker-beakerd-eight-sets-priorities.xml"
     refused = as_user("job", "submit", str(template), ok=False)
-    assert "can never run: no system matches its host requirements" in refused.stderr
+    # the first set's <hostRequires>, its line, and the requirement no system meets
+    assert f"{template}:21: /job/recipeSet[1]/" in refused.stderr
+    assert (
+        "/hostRequires: can never run: lab = %(labcontroller)s: no system has it (they have lab1)"
+        in refused.stderr
+    )
     as_user("lab", "add", "%(labcontroller)s")
     as_user("system", "add", "t.lab2", "--lab", "%(labcontroller)s", "--arch", "%(arch)s")
     add(as_user, tmp_path, "z.lab1", None, never, arch="s390x")

@@ -124,7 +124,11 @@ def test_job_submit_run_and_cancelling_a_run(as_user, tmp_path):
     (tmp_path / "nowhere.yaml").write_text(SLOW)  # no system has that much memory
     nowhere = [str(tmp_path / "pass.yaml"), str(tmp_path / "nowhere.yaml")]
     refused = as_user("job", "submit", "--run", "other", *nowhere, ok=False)
-    one_line_refusal(refused, "nowhere.yaml: recipe_sets[0].recipes[0]: can never run")
+    one_line_refusal(
+        refused,
+        "nowhere.yaml:6: recipe_sets[0].recipes[0].host.memory_mb: can never run: "
+        "memory_mb: no system records this property",
+    )
     assert "other" not in as_user("run", "list").stdout
 
 

@@ -187,3 +187,22 @@ def test_job_document_not_utf8_is_422(ready: Lab) -> None:
     )
     assert answer.status_code == 422
     assert "not UTF-8" in answer.json()["error"]["message"]
+
+
+def test_a_document_with_several_problems_answers_each_with_its_line(lab: Lab) -> None:
+    document = b"recipe_sets:\n  - priority: hihg\n    max_retries: many\n    recipes: [{}]\n"
+    answer = lab.client.post(
+        f"{API}/jobs",
+        content=document,
+        headers={**lab.auth("alice"), "Content-Type": "application/yaml"},
+    )
+    assert answer.status_code == 422
+    error = answer.json()["error"]
+    assert error["message"].startswith("job:2: recipe_sets[0].priority: unknown priority 'hihg'")
+    assert error["message"].endswith("(and 1 more problem)")  # one line still tells the first
+    assert [(p["line"], p["place"]) for p in error["problems"]] == [
+        (2, "recipe_sets[0].priority"),
+        (3, "recipe_sets[0].max_retries"),
+    ]
+    assert error["problems"][1]["message"].startswith("job:3: recipe_sets[0].max_retries: ")
+    assert "more problem" not in json.dumps(error["problems"])

@@ -260,7 +260,7 @@ def test_extend_refuses_what_is_not_a_running_set_with_a_max_time(live: Live) ->
     cases = [
         (untimed, {"by": 60}, 409, "job 2 has no running set with a max_time to extend"),
         (untimed, {"by": 60, "set": 2}, 409, "set 2 has no max_time to extend"),
-        (waiting, {"by": 60}, 409, "job 3 has no running set with a max_time to extend"),
+        (waiting, {"by": 60}, 409, "job 3 has not started: only a running set is extended"),
         (
             waiting,
             {"by": 60, "set": 3},
@@ -273,6 +273,10 @@ def test_extend_refuses_what_is_not_a_running_set_with_a_max_time(live: Live) ->
     for job, body, status, message in cases:
         answer = live.extend(job, "root", **body)
         assert (answer.status_code, answer.json()["error"]["message"]) == (status, message)
+    cancel = f"{API}/jobs/{waiting}/cancel"
+    assert live.client.post(cancel, headers=live.auth("root")).status_code == 200
+    ended = live.extend(waiting, "root", by=60)
+    assert ended.json()["error"]["message"] == f"job {waiting} has ended: nothing to extend"
     for body, place in (
         ({"by": 0}, "by"),
         ({"by": "1h"}, "by"),

@@ -42,8 +42,8 @@ REFUSED = {
     "nothing matches": (
         "alice",
         [one_set({"arch": "s390x"})],
-        "recipe_sets[0].recipes[0]",
-        "no system matches its host requirements",
+        "recipe_sets[0].recipes[0].host.arch",
+        "arch = s390x: no system has it (they have x86_64)",
     ),
     "only in a pool the group may not use": (
         "bob",
@@ -76,7 +76,8 @@ def test_a_set_no_system_can_ever_run_is_refused_and_nothing_is_stored(
     assert answer.status_code == 422, answer.text
     error = answer.json()["error"]
     assert error["place"] == place
-    assert error["message"] == f"{place}: can never run: {why}"
+    assert error["line"] == 1  # the JSON body is one line
+    assert error["message"] == f"job:1: {place}: can never run: {why}"
     assert job_count(live) == before
     assert live.get("/queue")["queue"] == []
 
@@ -154,6 +155,92 @@ def test_an_unknown_teuthology_target_is_refused_at_submission_by_name(live: Liv
     answer = submit_yaml(live, TARGETED.format(second="smithi999.front.sepia.ceph.com"))
     assert answer.status_code == 422, answer.text
     error = answer.json()["error"]
-    assert error["place"] == "recipe_sets[0].recipes[1]"
+    assert error["place"] == "targets.ubuntu@smithi999.front.sepia.ceph.com"
+    assert error["line"] == 6
+    assert error["message"].startswith(f"job:6: {error['place']}: can never run: ")
     assert "'smithi999.front.sepia.ceph.com', which is not a system labq knows" in error["message"]
     assert job_count(live) == before
+
+
+# --- refusals that name the field, its line and what systems have (issue 22) --------------
+
+NAMED = {
+    "a misspelt property": (
+        "      host:\n        arch: x86_64\n        memroy_mb: {'>=': 4096}\n",
+        7,
+        "recipe_sets[0].recipes[0].host.memroy_mb",
+        "memroy_mb: no system records this property; did you mean memory_mb?"
+        " (systems record memory_mb besides the built-in ones)",
+    ),
+    "a system that does not exist": (
+        "      host: {fqdn: s9.lab1}\n",
+        5,
+        "recipe_sets[0].recipes[0].host.fqdn",
+        "fqdn = s9.lab1: no such system",
+    ),
+    "more memory than any system has": (
+        "      host:\n        memory_mb:\n          '>=': 999999\n",
+        6,
+        "recipe_sets[0].recipes[0].host.memory_mb",
+        "memory_mb >= 999999: no system has it (largest 8192)",
+    ),
+    "terms that hold apart but never together": (
+        "      host:\n        lab: lab2\n        memory_mb: {'>=': 1024}\n",
+        6,
+        "recipe_sets[0].recipes[0].host.lab",
+        "memory_mb >= 1024 holds on 1 of 6 systems; of those, lab = lab2: none of them has it"
+        " (they have lab1)",
+    ),
+}
+NATIVE_HEAD = (
+    "whiteboard: named\nrecipe_sets:\n  - recipes:\n    - tasks: [{name: t, run: 'true'}]\n"
+)
+
+
+@pytest.mark.parametrize(("host", "line", "place", "why"), NAMED.values(), ids=NAMED.keys())
+def test_a_refusal_names_the_line_the_field_and_what_the_systems_have(
+    live: Live, host: str, line: int, place: str, why: str
+) -> None:
+    before = job_count(live)
+    answer = submit_yaml(live, NATIVE_HEAD + host)
+    assert answer.status_code == 422, answer.text
+    error = answer.json()["error"]
+    assert (error["line"], error["place"]) == (line, place)
+    assert error["message"] == f"job:{line}: {place}: can never run: {why}"
+    assert job_count(live) == before
+
+
+BEAKER_MISSING = """\
+<job>
+  <recipeSet>
+    <recipe>
+      <hostRequires>
+        <hostname op="=" value="s9.lab1"/>
+      </hostRequires>
+      <task name="/distribution/check-install"/>
+    </recipe>
+  </recipeSet>
+</job>
+"""
+
+
+def test_a_beaker_refusal_names_the_line_and_place_of_its_host_requirements(live: Live) -> None:
+    answer = live.client.post(
+        "/api/v1/jobs",
+        content=BEAKER_MISSING.encode(),
+        headers={**live.auth("alice"), "Content-Type": "application/xml"},
+    )
+    assert answer.status_code == 422, answer.text
+    error = answer.json()["error"]
+    assert (error["line"], error["place"]) == (4, "/job/recipeSet/recipe/hostRequires")
+    assert error["message"].endswith("can never run: fqdn = s9.lab1: no such system")
+
+
+def test_a_run_refusal_names_the_document_and_its_line(live: Live) -> None:
+    document = NATIVE_HEAD + "      host: {memroy_mb: 4096}\n"
+    body = {"name": "r1", "jobs": [{"name": "nightly/a.yaml", "document": document}]}
+    answer = live.post("/runs", body, who="alice")
+    assert answer.status_code == 422, answer.text
+    message = answer.json()["error"]["message"]
+    assert message.startswith("nightly/a.yaml:5: recipe_sets[0].recipes[0].host.memroy_mb: ")
+    assert "did you mean memory_mb?" in message

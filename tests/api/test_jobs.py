@@ -104,11 +104,17 @@ def test_cancel_permissions(lab: Lab) -> None:
     assert lab.post(f"/jobs/{bobs}/cancel", who="alice").status_code == 403
     assert lab.get(f"/jobs/{own}").json()["state"] == "new"
     assert lab.events.calls == []
-    assert lab.post(f"/jobs/{own}/cancel", who="alice").json() == {"id": own, "cancelled": 1}
+    done = lab.post(f"/jobs/{own}/cancel", who="alice").json()
+    assert done == {"id": own, "cancelled": 1, "note": None}
     answer = lab.post(f"/jobs/{grouped}/cancel", who="carol", json={"reason": "wrong kernel"})
     assert answer.json()["cancelled"] == 1
     assert lab.post(f"/jobs/{bobs}/cancel", who="root").json()["cancelled"] == 1
-    assert lab.post(f"/jobs/{bobs}/cancel", who="root").json()["cancelled"] == 0
+    again = lab.post(f"/jobs/{bobs}/cancel", who="root").json()
+    assert again == {
+        "id": bobs,
+        "cancelled": 0,
+        "note": f"job {bobs} is already cancelled: nothing to cancel",
+    }
     assert lab.events.calls == [
         ("jobs_cancelled", own, True),
         ("jobs_cancelled", grouped, True),
@@ -125,11 +131,17 @@ def test_priority_lowering_is_free_raising_needs_admin(lab: Lab) -> None:
     assert raised.json()["error"]["message"] == "raising job 1 from normal to high needs an admin"
     assert lab.post(f"/jobs/{job}/priority", who="bob", json={"priority": "low"}).status_code == 403
     lowered = lab.post(f"/jobs/{job}/priority", who="carol", json={"priority": "low"})
-    assert lowered.json() == {"id": job, "priority": "low", "sets": [1]}
+    assert lowered.json() == {"id": job, "priority": "low", "sets": [1], "note": None}
     assert lab.events.calls == [("priority_changed", job, True)]
     again = lab.post(f"/jobs/{job}/priority", who="root", json={"priority": "urgent"})
     assert again.status_code == 200
     assert lab.get(f"/jobs/{job}").json()["sets"][0]["priority"] == "urgent"
+    lab.post(f"/jobs/{job}/cancel", who="root")
+    ended = lab.post(f"/jobs/{job}/priority", who="root", json={"priority": "low"}).json()
+    assert (ended["sets"], ended["note"]) == (
+        [],
+        f"job {job} is already cancelled: no set waits, so no priority changed",
+    )
 
 
 def test_show_and_results(lab: Lab) -> None:

@@ -68,8 +68,13 @@ def test_cancelling_a_run_cancels_its_jobs_with_permissions(lab: Lab) -> None:
     assert refused.status_code == 403
     assert lab.get("/runs/r").json()["counts"]["queued"] == 2
     done = lab.post("/runs/r/cancel", who="alice", json={"reason": "wrong branch"})
-    assert done.json() == {"name": "r", "cancelled": {str(i): 1 for i in ids["jobs"]}}
+    cancelled = {str(i): 1 for i in ids["jobs"]}
+    assert done.json() == {"name": "r", "cancelled": cancelled, "note": None}
     assert lab.events.calls == [("jobs_cancelled", i, True) for i in ids["jobs"]]
     assert lab.get("/runs/r").json()["counts"]["dead"] == 2
-    assert lab.post("/runs/r/cancel", who="alice").json()["cancelled"] == {}
+    assert lab.post("/runs/r/cancel", who="alice").json() == {
+        "name": "r",
+        "cancelled": {},
+        "note": "run r has no job left to cancel: each has ended or is being cancelled",
+    }
     assert lab.post("/runs/none/cancel", who="alice").status_code == 404

@@ -6,6 +6,7 @@ no group; a clock that stands still at ``T0``.
 
 from __future__ import annotations
 
+import html
 import logging
 import re
 from datetime import UTC, datetime, timedelta
@@ -189,10 +190,12 @@ def test_only_an_admin_is_offered_and_allowed_a_higher_priority(lab: Lab) -> Non
 
 def test_a_bad_file_is_refused_with_its_name_line_and_place(lab: Lab) -> None:
     log_in(lab, "alice")
-    files = {"job_file": ("mine.yaml", b"recipe_sets:\n  - priority: hihg\n", "text/yaml")}
+    document = b"recipe_sets:\n  - priority: hihg\n    recipes: [{}]\n"
+    files = {"job_file": ("mine.yaml", document, "text/yaml")}
     answer = lab.client.post(f"{UI}/submit", data={"csrf": csrf_of(lab)}, files=files)
     assert answer.status_code == 422
     assert message(answer).startswith("mine.yaml:2: recipe_sets[0].priority: unknown priority")
+    assert "problems" not in answer.text  # one problem: no list
     assert "Traceback" not in answer.text
     with reading(lab.engine) as repo:
         assert repo.count_jobs() == 0
@@ -451,3 +454,22 @@ def test_the_whatif_page_exports_a_window_and_keeps_the_last_comparison(lab: Lab
     refused = lab.client.post(f"{UI}/whatif/compare", data=bad)
     assert refused.status_code == 422
     assert "per_lab" in message(refused)
+
+
+def test_a_file_with_several_problems_shows_every_one_as_a_list(lab: Lab) -> None:
+    log_in(lab, "alice")
+    document = b"recipe_sets:\n  - priority: hihg\n    max_retries: many\n    recipes: [{}]\n"
+    files = {"job_file": ("two.yaml", document, "text/yaml")}
+    answer = lab.client.post(f"{UI}/submit", data={"csrf": csrf_of(lab)}, files=files)
+    assert answer.status_code == 422
+    assert message(answer) == "two.yaml has 2 problems:"
+    items = re.findall(r"<li>(.*?)</li>", answer.text.split('class="error problems"')[1])
+    assert [html.unescape(i) for i in items[:2]] == [
+        "two.yaml:2: recipe_sets[0].priority: unknown priority 'hihg'"
+        " (expected one of low, medium, normal, high, urgent)",
+        "two.yaml:3: recipe_sets[0].max_retries: input should be a valid integer,"
+        " unable to parse string as an integer",
+    ]
+    assert "more problem" not in answer.text
+    with reading(lab.engine) as repo:
+        assert repo.count_jobs() == 0

@@ -1,7 +1,9 @@
 """Every error the API answers, in one JSON shape: ``{"error": {"status", "message", …}}``.
 
 ``message`` says the problem in plain words; ``place`` names the field or the
-place in a job document, ``line`` its line when known. Tracebacks never leave
+place in a job document, ``line`` its line when known. A document with several
+problems also has ``problems``, each one with its own ``message``, ``place`` and
+``line`` (``message`` tells the first and counts the rest). Tracebacks never leave
 the server (see :mod:`labq.api.guard`).
 """
 
@@ -32,6 +34,7 @@ class ApiError(Exception):
         place: str | None = None,
         line: int | None = None,
         headers: Mapping[str, str] | None = None,
+        problems: Sequence[Mapping[str, Any]] = (),
     ):
         super().__init__(message)
         self.status = status
@@ -39,35 +42,58 @@ class ApiError(Exception):
         self.place = place
         self.line = line
         self.headers = dict(headers or {})
+        self.problems = [dict(p) for p in problems]
 
 
 def error_body(
-    status: int, message: str, *, place: str | None = None, line: int | None = None
+    status: int,
+    message: str,
+    *,
+    place: str | None = None,
+    line: int | None = None,
+    problems: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
-    """The JSON every error answer carries."""
+    """The JSON every error answer carries; ``problems``: each one when there are several."""
     error: dict[str, Any] = {"status": status, "message": message}
     if place:
         error["place"] = place
     if line is not None:
         error["line"] = line
+    if problems:
+        error["problems"] = [dict(p) for p in problems]
     return {"error": error}
 
 
 def error_response(error: ApiError) -> JSONResponse:
     """An :class:`ApiError` as a response."""
-    body = error_body(error.status, error.message, place=error.place, line=error.line)
+    body = error_body(
+        error.status, error.message, place=error.place, line=error.line, problems=error.problems
+    )
     return JSONResponse(body, status_code=error.status, headers=error.headers)
 
 
 def from_labq(exc: LabqError) -> ApiError:
     """A repository or parser error as the answer it deserves."""
     if isinstance(exc, InputError):
-        return ApiError(422, exc.describe(), place=exc.place or None, line=exc.line)
+        problems = [_problem(e) for e in exc.every]
+        return ApiError(
+            422, exc.describe(), place=exc.place or None, line=exc.line, problems=problems
+        )
     if isinstance(exc, NotFoundError):
         return ApiError(404, str(exc))
     if isinstance(exc, ConflictError | IllegalTransition):
         return ApiError(409, str(exc))
     return ApiError(400, str(exc))
+
+
+def _problem(exc: InputError) -> dict[str, Any]:
+    """One of several problems of a document: its message, and its place and line if known."""
+    problem: dict[str, Any] = {"message": exc.describe()}
+    if exc.place:
+        problem["place"] = exc.place
+    if exc.line is not None:
+        problem["line"] = exc.line
+    return problem
 
 
 def validation_error(errors: Sequence[Any]) -> ApiError:

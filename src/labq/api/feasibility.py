@@ -5,6 +5,10 @@ back, a busy one will be free. So a set is refused when one of its recipes has
 no such system that matches it and that its group may use, or when no single lab
 has one for each of its recipes at once; a set whose systems are only unusable
 for now is stored, and waits.
+
+The refusal names the field at fault (the property of a host requirement, the
+``force``), on the line of the document it came from, and what is wrong with it
+(``labq.domain.shortfall``): the same one-line form as every error in a document.
 """
 
 from __future__ import annotations
@@ -13,11 +17,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from labq.api.errors import ApiError
 from labq.domain.job import JobSpec, RecipeSetSpec, RecipeSpec
 from labq.domain.model import EVERYBODY, AccessPolicy, System
 from labq.domain.requirements import Facts, matches, signature
+from labq.domain.shortfall import explain
 from labq.domain.states import Condition
+from labq.errors import InputError
+from labq.formats.origins import Origins
+from labq.formats.source import DocPath, format_path
 from labq.scheduler.placement import gang_match, is_complete
 
 SHOWN: Final = 8  # systems named in a refusal; more are counted
@@ -38,65 +45,83 @@ class Fleet:
         return cls(tuple((s, s.facts()) for s in systems), policy)
 
 
-def refuse_unrunnable(spec: JobSpec, fleet: Fleet) -> None:
-    """Raise a 422 naming the first recipe set (or its recipe) no system of ``fleet`` can
-    ever run."""
+def refuse_unrunnable(spec: JobSpec, fleet: Fleet, origins: Origins | None = None) -> None:
+    """Raise a 422 naming the first recipe set (or its recipe, or the field in it) no system
+    of ``fleet`` can ever run; ``origins`` turn the field into the line and place of the
+    document it was read from."""
     for index, recipe_set in enumerate(spec.recipe_sets):
-        place, problem = _never_runs(recipe_set, fleet.known, spec.group, fleet.policy)
-        if problem is not None:
-            where = f"recipe_sets[{index}]" + (f".recipes[{place}]" if place is not None else "")
-            raise ApiError(422, f"{where}: can never run: {problem}", place=where)
+        found = _never_runs(recipe_set, fleet.known, spec.group, fleet.policy)
+        if found is not None:
+            field, key, problem = found
+            path: DocPath = ("recipe_sets", index, *field)
+            if origins is None:  # a spec without a document (a reservation): its own paths
+                source, line, place = "", None, format_path((*path, key) if key else path)
+            else:
+                source = origins.source
+                line, place = origins.locate(path, key)
+            raise InputError(f"can never run: {problem}", source=source, place=place, line=line)
+
+
+# the field of a recipe set a refusal is about, the key to look for inside it, the problem
+Refusal = tuple[DocPath, str | None, str]
 
 
 def _never_runs(
     recipe_set: RecipeSetSpec, systems: Sequence[Known], group: str | None, policy: AccessPolicy
-) -> tuple[int | None, str | None]:
-    """``(recipe index or None for the whole set, why)``, or ``(None, None)`` if it can run."""
+) -> Refusal | None:
+    """Why the set can never run, or None if it can."""
     candidates: dict[int, list[System]] = {}
     alike: dict[tuple[str, tuple[str, ...], str | None], list[System]] = {}
     for index, recipe in enumerate(recipe_set.recipes):
         key = (signature(recipe.host), tuple(sorted(recipe.exclude)), recipe.force)
         if key not in alike:  # recipes with one requirement share their systems
-            usable, problem = _could_serve(recipe, systems, group, policy)
-            if problem is not None:
-                return index, problem
+            usable = _could_serve(recipe, systems, group, policy)
+            if isinstance(usable, tuple):
+                field, prop, problem = usable
+                return ("recipes", index, *field), prop, problem
             alike[key] = usable
         candidates[index] = alike[key]
     demands = dict.fromkeys(candidates, 1)
     for lab in sorted({s.lab for found in candidates.values() for s in found}):
         in_lab = {i: [s.fqdn for s in found if s.lab == lab] for i, found in candidates.items()}
         if is_complete(demands, gang_match(demands, in_lab)):
-            return None, None
+            return None
     count = len(recipe_set.recipes)
-    return None, f"no single lab has a system for each of its {count} recipes at once"
+    return (), None, f"no single lab has a system for each of its {count} recipes at once"
 
 
 def _could_serve(
     recipe: RecipeSpec, systems: Sequence[Known], group: str | None, policy: AccessPolicy
-) -> tuple[list[System], str | None]:
+) -> list[System] | Refusal:
     """The systems that could ever serve the recipe, or why there are none."""
     if recipe.force is not None and not any(s.fqdn == recipe.force for s, _ in systems):
         # a teuthology target, a Beaker force=: name it, the user mistyped it or must add it
-        return [], f"it is forced onto {recipe.force!r}, which is not a system labq knows"
-    matching = [
-        s
+        return (
+            ("force",),
+            None,
+            f"it is forced onto {recipe.force!r}, which is not a system labq knows",
+        )
+    eligible = [
+        (s, facts)
         for s, facts in systems
-        if s.fqdn not in recipe.exclude
-        and (recipe.force is None or s.fqdn == recipe.force)
-        and matches(recipe.host, facts)
+        if s.fqdn not in recipe.exclude and (recipe.force is None or s.fqdn == recipe.force)
     ]
+    if not eligible:
+        return ("exclude",), None, "it excludes every system it could run on"
+    matching = [s for s, facts in eligible if matches(recipe.host, facts)]
     if not matching:
-        forced = "" if recipe.force is None else f" (it is forced onto {recipe.force})"
-        return [], f"no system matches its host requirements{forced}"
+        why = explain(recipe.host, [facts for _, facts in eligible])
+        forced = "" if recipe.force is None else f"it is forced onto {recipe.force}, and "
+        return ("host",), why.prop, forced + why.problem
     present = [s for s in matching if s.condition is not Condition.REMOVED]
     if not present:
-        return [], f"every matching system is removed: {_names(matching)}"
+        return (), None, f"every matching system is removed: {_names(matching)}"
     allowed = [s for s in present if policy.maximum(s.pools, group) is not None]
     if not allowed:
         who = group or EVERYBODY
         names = _names(present)
-        return [], f"every matching system is in a pool group {who!r} may not use: {names}"
-    return allowed, None
+        return (), None, f"every matching system is in a pool group {who!r} may not use: {names}"
+    return allowed
 
 
 def _names(systems: Sequence[System]) -> str:

@@ -31,11 +31,13 @@ from labq.domain.model import User
 from labq.domain.priority import Priority
 from labq.domain.retention import check_tag, job_tag
 from labq.domain.states import RecipeState
-from labq.formats.loader import Format, detect_format, parse_job
+from labq.formats.loader import Format, detect_format, read_job
+from labq.formats.origins import Origins
 from labq.formats.source import decode_document
 from labq.store import Repository, reading, transaction
 from labq.store.listing import MAX_PAGE
 from labq.store.selection import JobQuery
+from labq.store.views import JobView
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
 
@@ -104,10 +106,13 @@ def submit_job(
     text = decode_document(body, source="job", limit=limits.document_bytes)
     if chosen == "auto":
         chosen = detect_format(text)
-    spec = pin_ref(parse_job(text, source="job", fmt=chosen, limits=limits))
+    parsed, origins = read_job(text, source="job", fmt=chosen, limits=limits)
+    spec = pin_ref(parsed)
     check_tag(job_tag(spec.metadata, app.settings.retention.default), app.settings.retention.tags)
     with transaction(app.engine) as repo:
-        job_id = store_job(repo, caller, spec, chosen, now=app.clock(), source=text)
+        job_id = store_job(
+            repo, caller, spec, chosen, now=app.clock(), source=text, origins=origins
+        )
     tell(lambda: app.events.job_submitted(job_id))
     return {"id": job_id, "format": chosen, "url": f"/api/v1/jobs/{job_id}"}
 
@@ -122,11 +127,13 @@ def store_job(
     run_id: int | None = None,
     source: str | None = None,
     fleet: Fleet | None = None,
+    origins: Origins | None = None,
 ) -> int:
     """Store one parsed job for ``caller`` with every check a submission passes.
 
     ``source`` is the document it was parsed from, kept verbatim for ``clone``; ``fleet``
-    the systems to check it against, when the caller loaded them (the jobs of a run).
+    the systems to check it against, when the caller loaded them (the jobs of a run);
+    ``origins`` where its parts came from in that document, for the line of a refusal.
     """
     user = repo.get_user(caller.name)
     group = spec.group
@@ -139,7 +146,7 @@ def store_job(
     # a set no system can ever run is refused, and the transaction stores nothing
     if fleet is None:
         fleet = Fleet.of(repo.list_systems(), repo.load_access_policy())
-    refuse_unrunnable(spec, fleet)
+    refuse_unrunnable(spec, fleet, origins)
     return job_id
 
 
@@ -238,32 +245,52 @@ def job_results(
 def cancel_job(
     job_id: RowId, app: StateDep, caller: UserDep, body: CancelBody | None = None
 ) -> dict[str, Any]:
-    """Cancel every unfinished recipe (the owner, the job's group, admins)."""
+    """Cancel every unfinished recipe (the owner, the job's group, admins); ``note`` says why
+    nothing was cancelled (null when something was)."""
     with transaction(app.engine) as repo:
-        require_job_change(caller, repo.load_job(job_id))
+        job = repo.load_job(job_id)
+        require_job_change(caller, job)
         reason = None if body is None else body.reason
         count = repo.cancel_job(job_id, actor=caller.name, now=app.clock(), reason=reason)
     if count:
         tell(lambda: app.events.jobs_cancelled(job_id))
-    return {"id": job_id, "cancelled": count}
+    note = None if count else f"{_ended_or_ending(job)}: nothing to cancel"
+    return {"id": job_id, "cancelled": count, "note": note}
+
+
+def _ended_or_ending(job: JobView) -> str:
+    """``job 3 is already completed (pass)``: why a change to it had nothing to change."""
+    if not job.state.is_final:
+        return f"job {job.id} is already being cancelled"
+    result = "" if job.result is None else f" ({job.result.value})"
+    return f"job {job.id} is already {job.state.value}{result}"
 
 
 @router.post("/{job_id}/priority", responses=answers(404, 409))
 def change_priority(
     job_id: RowId, body: PriorityBody, app: StateDep, caller: UserDep
 ) -> dict[str, Any]:
-    """Change the nominal priority of the sets that still wait; raising it needs an admin."""
+    """Change the nominal priority of the sets that still wait; raising it needs an admin.
+    ``note`` says why no set changed (null when one did)."""
     wanted = Priority.parse(body.priority)
     with transaction(app.engine) as repo:
-        _check_priority(repo, job_id, wanted, caller)
+        job = repo.load_job(job_id)
+        _check_priority(job, wanted, caller)
         changed = repo.change_priority(job_id, wanted, actor=caller.name, now=app.clock())
     if changed:
         tell(lambda: app.events.priority_changed(job_id))
-    return {"id": job_id, "priority": wanted.label, "sets": changed}
+    note = None if changed else _no_waiting_set(job)
+    return {"id": job_id, "priority": wanted.label, "sets": changed, "note": note}
 
 
-def _check_priority(repo: Repository, job_id: RowId, wanted: Priority, caller: User) -> None:
-    job = repo.load_job(job_id)
+def _no_waiting_set(job: JobView) -> str:
+    if job.state.is_final:
+        return f"{_ended_or_ending(job)}: no set waits, so no priority changed"
+    return f"job {job.id} has started: no set waits, so no priority changed"
+
+
+def _check_priority(job: JobView, wanted: Priority, caller: User) -> None:
+    job_id = job.id
     require_job_change(caller, job)
     waiting = [s for s in job.sets if s.started_at is None and s.finished_at is None]
     raised = [s for s in waiting if s.spec.priority < wanted]

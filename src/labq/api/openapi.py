@@ -43,6 +43,19 @@ ERROR_SCHEMA: Final = {
                 "message": {"type": "string"},
                 "place": {"type": "string"},
                 "line": {"type": "integer"},
+                "problems": {
+                    "type": "array",
+                    "description": "each problem of a document that has several",
+                    "items": {
+                        "type": "object",
+                        "required": ["message"],
+                        "properties": {
+                            "message": {"type": "string"},
+                            "place": {"type": "string"},
+                            "line": {"type": "integer"},
+                        },
+                    },
+                },
             },
         }
     },

@@ -25,7 +25,8 @@ from labq.api.schemas import Body, Offset
 from labq.domain.job import JobSpec
 from labq.domain.model import User
 from labq.errors import InputError
-from labq.formats.loader import Format, detect_format, parse_job
+from labq.formats.loader import Format, detect_format, read_job
+from labq.formats.origins import Origins
 from labq.store import Repository, reading, transaction
 from labq.store.listing import MAX_PAGE
 from labq.store.runs import RunSummary
@@ -73,19 +74,16 @@ def submit_run(body: RunBody, app: StateDep, caller: UserDep) -> dict[str, Any]:
     specs = []
     for doc in body.jobs:
         fmt: Format = detect_format(doc.document) if doc.format == "auto" else doc.format
-        specs.append(
-            (pin_ref(parse_job(doc.document, source=doc.name, fmt=fmt, limits=limits)), fmt)
-        )
+        spec, origins = read_job(doc.document, source=doc.name, fmt=fmt, limits=limits)
+        specs.append((pin_ref(spec), fmt, origins))
     now = app.clock()
     with transaction(app.engine) as repo:
         run_id = repo.create_run(body.name, owner=caller.name, now=now, meta=body.metadata)
         # storing a job changes no system or pool: every job is checked against one load
         fleet = Fleet.of(repo.list_systems(), repo.load_access_policy())
         ids = [
-            _store_named(
-                repo, caller, doc.name, spec, fmt, doc.document, now=now, run_id=run_id, fleet=fleet
-            )
-            for doc, (spec, fmt) in zip(body.jobs, specs, strict=True)
+            _store_named(repo, caller, doc, spec, fmt, origins, now=now, run_id=run_id, fleet=fleet)
+            for doc, (spec, fmt, origins) in zip(body.jobs, specs, strict=True)
         ]
     for job_id in ids:
         tell(partial(app.events.job_submitted, job_id))
@@ -95,10 +93,10 @@ def submit_run(body: RunBody, app: StateDep, caller: UserDep) -> dict[str, Any]:
 def _store_named(
     repo: Repository,
     caller: User,
-    name: str,
+    doc: RunDocument,
     spec: JobSpec,
     fmt: str,
-    document: str,
+    origins: Origins,
     *,
     now: datetime,
     run_id: int,
@@ -107,12 +105,20 @@ def _store_named(
     """``store_job``, its refusals naming the document they are about."""
     try:
         return store_job(
-            repo, caller, spec, fmt, now=now, run_id=run_id, source=document, fleet=fleet
+            repo,
+            caller,
+            spec,
+            fmt,
+            now=now,
+            run_id=run_id,
+            source=doc.document,
+            fleet=fleet,
+            origins=origins,
         )
     except ApiError as exc:
-        raise ApiError(exc.status, f"{name}: {exc.message}", place=exc.place) from None
+        raise ApiError(exc.status, f"{doc.name}: {exc.message}", place=exc.place) from None
     except InputError as exc:
-        raise exc.within(source=name) from None
+        raise exc.within(source=doc.name) from None
 
 
 @router.get("")
@@ -146,7 +152,8 @@ def show_run(name: str, app: StateDep, _: UserDep) -> dict[str, Any]:
 def cancel_run(
     name: str, app: StateDep, caller: UserDep, body: CancelBody | None = None
 ) -> dict[str, Any]:
-    """Cancel every unfinished job of the run (each job's owner, group, or an admin)."""
+    """Cancel every unfinished job of the run (each job's owner, group, or an admin); ``note``
+    says why nothing was cancelled (null when something was)."""
     reason = None if body is None else body.reason
     with transaction(app.engine) as repo:
         for job in repo.load_run(name).jobs:
@@ -155,4 +162,7 @@ def cancel_run(
         done = repo.cancel_run(name, actor=caller.name, now=app.clock(), reason=reason)
     for job_id in done:
         tell(partial(app.events.jobs_cancelled, job_id))
-    return {"name": name, "cancelled": {str(k): v for k, v in done.items()}}
+    note = None
+    if not done:
+        note = f"run {name} has no job left to cancel: each has ended or is being cancelled"
+    return {"name": name, "cancelled": {str(k): v for k, v in done.items()}, "note": note}

@@ -73,6 +73,19 @@ def show(data: Any, as_json: bool, render: Callable[[Any], Any]) -> None:
         console().print(out)
 
 
+def show_change(data: Any, as_json: bool, render: Callable[[Any], Any]) -> None:
+    """``show`` the answer of a verb; when it changed nothing (the API's ``note`` says why),
+    say why on stderr instead and exit 1: what was asked for did not happen."""
+    note = data.get("note") if isinstance(data, dict) else None
+    if note is None:
+        show(data, as_json, render)
+        return
+    if as_json:
+        show(data, as_json, render)
+    click.echo(f"labq: {note}", err=True)
+    raise click.exceptions.Exit(1)
+
+
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], title: str | None = None) -> Table:
     """A plain Rich table; ``None`` shows as ``-``."""
     grid = Table(title=title, show_edge=False, header_style="bold")

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from labq.commands import api, json_option, show
+from labq.commands import api, json_option, show, show_change
 from labq.commands.filter import parse_duration
 from labq.commands.jobs import job
 from labq.commands.pools import priority_label
@@ -76,7 +76,7 @@ def cancel(
     extra = {"reason": reason} if reason else {}
     if len(job_ids) == 1 and not any(filters.values()):
         done = api(ctx).post(f"/jobs/{job_ids[0]}/cancel", extra or None)
-        show(done, as_json, lambda d: f"job {d['id']}: {d['cancelled']} recipe(s) cancelled")
+        show_change(done, as_json, lambda d: f"job {d['id']}: {d['cancelled']} recipe(s) cancelled")
         return
     body = {**filter_body(job_ids, **filters), **extra}
     _change(ctx, "/jobs/cancel", body, "cancel {n} job(s)?", "cancelled", yes, as_json)
@@ -96,7 +96,7 @@ def priority(
     job_ids = tuple(_job_id(w) for w in id_words)
     if len(job_ids) == 1 and not any(filters.values()):
         done = api(ctx).post(f"/jobs/{job_ids[0]}/priority", {"priority": label})
-        show(done, as_json, lambda d: f"job {d['id']}: {len(d['sets'])} set(s) now {label}")
+        show_change(done, as_json, lambda d: f"job {d['id']}: {len(d['sets'])} set(s) now {label}")
         return
     body = {**filter_body(job_ids, **filters), "priority": label}
     question = f"set {{n}} job(s) to {label}?"
@@ -140,6 +140,9 @@ def _change(
         answer = client.post(path, body)
     show(answer, as_json, _told(done_word))
     _exit_if_refused(answer)
+    if not filtered and not answer["changed"]:
+        # the jobs were named, not swept for: what was asked of them did not happen
+        raise click.exceptions.Exit(1)
 
 
 def _told(done_word: str) -> Callable[[dict[str, Any]], str]:

@@ -25,7 +25,7 @@ from labq.terminal import progress, shows_progress, working
 
 WAITING_STATES: Final = ["new", "queued", "assigned", "scheduled"]
 CONTENT_TYPES: Final = {".xml": "application/xml", ".json": "application/json"}
-_SERVER_SOURCE = re.compile(r"^job:(\d+): ")
+_SERVER_SOURCE = re.compile(r"^job(:\d+)?: ")
 
 
 @click.group()
@@ -98,7 +98,8 @@ def _submit_one(ctx: click.Context, file: str, fmt: Format, wait: bool, as_json:
         created = client.submit(document, content_type=content_type, fmt=fmt)
     except ServerError as exc:
         # the server calls the document "job"; the person knows it by its file name
-        raise LabqError(_SERVER_SOURCE.sub(rf"{file}:\1: ", exc.message)) from None
+        named = _SERVER_SOURCE.sub(lambda m: f"{file}{m[1] or ''}: ", exc.message)
+        raise LabqError(named) from None
     if not wait:
         show(created, as_json, lambda d: f"submitted job {d['id']} ({d['format']})")
         return

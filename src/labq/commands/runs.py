@@ -10,7 +10,7 @@ from typing import Any
 import click
 from rich.console import Group
 
-from labq.commands import api, fields, json_option, show, table, when
+from labq.commands import api, fields, json_option, show, show_change, table, when
 from labq.domain.runs import STATUSES
 from labq.errors import InputError
 from labq.formats.suite import Subset, SuiteJob, expand, split_words, suite_name
@@ -71,7 +71,7 @@ def cancel_run(ctx: click.Context, name: str, reason: str | None, as_json: bool)
     """Cancel every unfinished job of a run."""
     with working(f"cancelling run {name}", shows_progress(as_json)):
         done = api(ctx).post(f"/runs/{name}/cancel", {"reason": reason} if reason else None)
-    show(done, as_json, lambda d: f"run {d['name']}: {len(d['cancelled'])} job(s) cancelled")
+    show_change(done, as_json, lambda d: f"run {d['name']}: {len(d['cancelled'])} job(s) cancelled")
 
 
 def submit_run(

@@ -29,9 +29,14 @@ _NO_ROLE: Final = "None"  # what Beaker writes for "no role" when it clones a jo
 
 def parse_beaker(text: str, *, source: str, max_depth: int = MAX_DEPTH) -> JobSpec:
     """Read a Beaker job XML document into a validated JobSpec, or raise InputError."""
+    return read_beaker(text, source=source, max_depth=max_depth)[0]
+
+
+def read_beaker(text: str, *, source: str, max_depth: int = MAX_DEPTH) -> tuple[JobSpec, Origins]:
+    """``parse_beaker``, and where each part of the job came from in the XML."""
     doc = load_xml(text, source=source, max_depth=max_depth)
     origins = Origins(source)
-    return origins.validate(_Reader(doc, origins).job(doc.root))
+    return origins.validate(_Reader(doc, origins).job(doc.root)), origins
 
 
 class _Reader:

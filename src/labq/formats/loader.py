@@ -9,6 +9,7 @@ from typing import Final, Literal
 from labq.domain.job import JobSpec
 from labq.errors import InputError
 from labq.formats.limits import Limits, check_counts
+from labq.formats.origins import Origins
 from labq.formats.source import read_document
 
 Format = Literal["auto", "native", "beaker", "teuthology"]
@@ -33,30 +34,45 @@ def parse_job(
     text: str, *, source: str, fmt: Format = "auto", limits: Limits = DEFAULTS
 ) -> JobSpec:
     """Parse a job document of any supported format into the canonical model, within ``limits``."""
+    return read_job(text, source=source, fmt=fmt, limits=limits)[0]
+
+
+def read_job(
+    text: str, *, source: str, fmt: Format = "auto", limits: Limits = DEFAULTS
+) -> tuple[JobSpec, Origins]:
+    """``parse_job``, and where each part of the job came from: the checks made once it is
+    parsed (can any system run it?) name the line and place the person wrote."""
     if fmt == "auto":
         fmt = detect_format(text)
-    spec = _parse(text, source, fmt, limits.depth)
+    spec, origins = _parse(text, source, fmt, limits.depth)
     check_counts(spec, limits, source=source)
-    return spec
+    return spec, origins
 
 
-def _parse(text: str, source: str, fmt: Format, depth: int) -> JobSpec:
+def _parse(text: str, source: str, fmt: Format, depth: int) -> tuple[JobSpec, Origins]:
     if fmt == "beaker":
-        from labq.formats.beaker_xml import parse_beaker
+        from labq.formats.beaker_xml import read_beaker
 
-        return parse_beaker(text, source=source, max_depth=depth)
+        return read_beaker(text, source=source, max_depth=depth)
     if fmt == "teuthology":
-        from labq.formats.teuthology import parse_teuthology
+        from labq.formats.teuthology import read_teuthology
 
-        return parse_teuthology(text, source=source, max_depth=depth)
+        return read_teuthology(text, source=source, max_depth=depth)
     if fmt == "native":
-        from labq.formats.native import parse_native
+        from labq.formats.native import read_native
 
-        return parse_native(text, source=source, max_depth=depth)
+        return read_native(text, source=source, max_depth=depth)
     raise InputError(f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})")
 
 
 def load_job(path: str | Path, *, fmt: Format = "auto", limits: Limits = DEFAULTS) -> JobSpec:
     """Read and parse a job file, within ``limits`` (its size too)."""
+    return locate_job(path, fmt=fmt, limits=limits)[0]
+
+
+def locate_job(
+    path: str | Path, *, fmt: Format = "auto", limits: Limits = DEFAULTS
+) -> tuple[JobSpec, Origins]:
+    """``load_job``, and where each part of the job came from in the file."""
     text = read_document(path, limit=limits.document_bytes)
-    return parse_job(text, source=str(path), fmt=fmt, limits=limits)
+    return read_job(text, source=str(path), fmt=fmt, limits=limits)

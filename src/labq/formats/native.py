@@ -8,16 +8,22 @@ from pydantic import ValidationError
 
 from labq.domain.job import JobSpec
 from labq.errors import InputError
+from labq.formats.origins import Origins
 from labq.formats.source import MAX_DEPTH, LineMap, load_json, load_yaml, validation_error
 
 
 def parse_native(text: str, *, source: str, max_depth: int = MAX_DEPTH) -> JobSpec:
     """Read and validate a native job document (YAML, or JSON when it starts with ``{``)."""
+    return read_native(text, source=source, max_depth=max_depth)[0]
+
+
+def read_native(text: str, *, source: str, max_depth: int = MAX_DEPTH) -> tuple[JobSpec, Origins]:
+    """``parse_native``, and the lines of the document's places."""
     if text.lstrip().startswith("{"):
         data, lines = load_json(text, source=source, max_depth=max_depth)
     else:
         data, lines = load_yaml(text, source=source, max_depth=max_depth)
-    return validate_native(data, source=source, lines=lines)
+    return validate_native(data, source=source, lines=lines), Origins(source, lines)
 
 
 def validate_native(data: object, *, source: str, lines: LineMap | None = None) -> JobSpec:

@@ -24,9 +24,10 @@ _LAST_PART: Final = re.compile(r"(?:\.[^.\[]*|\[\d+\])$")
 class Origins:
     """Native paths mapped to the line and place of the input they came from."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, lines: LineMap | None = None) -> None:
+        """``lines``: a native document's own line map (its places are its paths)."""
         self.source = source
-        self.lines = LineMap()
+        self.lines = lines or LineMap()
         self._places: dict[str, str] = {}
 
     def add(self, path: DocPath, line: int | None, place: str) -> None:
@@ -47,12 +48,27 @@ class Origins:
                 return native_place
             text = shorter
 
+    def locate(self, path: DocPath, key: str | None = None) -> tuple[int | None, str]:
+        """The line and input place of native ``path``; with ``key``, of the first place inside
+        it that ends in that key (a property inside a host requirement), if the input has one."""
+        if key is not None:
+            path = next((p for p in self.lines.under(path) if p[-1] == key), path)
+        return self.lines.line_of(path), self.place_of(format_path(path))
+
     def validate(self, data: dict[str, Any]) -> JobSpec:
         """Validate native data, reporting a problem at its place in the input."""
         try:
             return JobSpec.model_validate(data)
         except ValidationError as exc:
             err = validation_error(exc, source=self.source, lines=self.lines)
-            raise InputError(
-                err.problem, source=self.source, place=self.place_of(err.place), line=err.line
-            ) from None
+            raise self._in_input(err) from None
+
+    def _in_input(self, err: InputError) -> InputError:
+        """A problem found in the native form, told at its place in the input."""
+        return InputError(
+            err.problem,
+            source=self.source,
+            place=self.place_of(err.place),
+            line=err.line,
+            every=[self._in_input(e) for e in err.every],
+        )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -40,6 +40,10 @@ class LineMap:
     def add(self, path: DocPath, line: int) -> None:
         """Remember that ``path`` starts on ``line`` (1-based)."""
         self._lines.setdefault(path, line)
+
+    def under(self, prefix: DocPath) -> Iterator[DocPath]:
+        """The known paths inside ``prefix``, in the order they were added (the document's)."""
+        return (p for p in self._lines if p[: len(prefix)] == prefix)
 
     def line_of(self, path: DocPath) -> int | None:
         """The line of ``path``, or of its nearest known parent."""
@@ -321,18 +325,25 @@ def _map_lines(node: yaml.Node, path: DocPath, lines: LineMap, source: str) -> N
 
 
 def validation_error(exc: ValidationError, *, source: str, lines: LineMap) -> InputError:
-    """The first problem pydantic found, as one plain-words error with its line."""
+    """The first problem pydantic found, as one plain-words error with its line, counting
+    the others; each of them is in ``every``."""
     errors = exc.errors(include_url=False)
-    first = errors[0]
-    path: DocPath = tuple(p for p in first["loc"] if isinstance(p, str | int))
-    inner = (first.get("ctx") or {}).get("path")
+    found = [_one_problem(e, source, lines) for e in errors]
+    first = found[0]
+    if len(found) == 1:
+        return first
+    more = len(found) - 1
+    problem = f"{first.problem} (and {more} more problem{'s' if more > 1 else ''})"
+    return InputError(problem, source=source, place=first.place, line=first.line, every=found)
+
+
+def _one_problem(error: Any, source: str, lines: LineMap) -> InputError:
+    path: DocPath = tuple(p for p in error["loc"] if isinstance(p, str | int))
+    inner = (error.get("ctx") or {}).get("path")
     if inner:
         path = (*path, *_split_inner(str(inner)))
-    problem = _plain_message(first, path)
-    if len(errors) > 1:
-        problem += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
-    place = format_path(path)
-    return InputError(problem, source=source, place=place, line=lines.line_of(path))
+    problem = _plain_message(error, path)
+    return InputError(problem, source=source, place=format_path(path), line=lines.line_of(path))
 
 
 def _split_inner(text: str) -> list[str | int]:

@@ -47,8 +47,17 @@ def priority_level(number: int) -> Priority:
 
 def parse_teuthology(text: str, *, source: str, max_depth: int = MAX_DEPTH) -> JobSpec:
     """Read a teuthology job document into a validated JobSpec, or raise InputError."""
+    return read_teuthology(text, source=source, max_depth=max_depth)[0]
+
+
+def read_teuthology(
+    text: str, *, source: str, max_depth: int = MAX_DEPTH
+) -> tuple[JobSpec, Origins]:
+    """``parse_teuthology``, and where each part of the job came from in the YAML."""
     data, lines = load_yaml(text, source=source, max_depth=max_depth)
-    return teuthology_job(data, source=source, lines=lines)
+    origins = Origins(source)
+    reader = _Reader(source, lines, origins)
+    return origins.validate(reader.job(data)), origins
 
 
 def teuthology_job(data: object, *, source: str, lines: LineMap | None = None) -> JobSpec:

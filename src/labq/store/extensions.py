@@ -8,8 +8,9 @@ within the ceiling.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from sqlalchemy import select, update
 
@@ -103,7 +104,7 @@ class ExtensionStore(StoreBase):
             and r.max_time is not None
         ]
         if not running:
-            raise ConflictError(f"job {job_id} has no running set with a max_time to extend")
+            raise ConflictError(_nothing_to_extend(job_id, rows))
         return running
 
     def current_max_time(self, set_id: int) -> int | None:
@@ -114,3 +115,12 @@ class ExtensionStore(StoreBase):
         if row is None or row.max_time is None:
             return None
         return int(row.max_time) + int(row.extended)
+
+
+def _nothing_to_extend(job_id: int, rows: Sequence[Any]) -> str:
+    """Why a job has no set to extend, as plainly as its sets allow."""
+    if all(r.finished_at is not None or r.stop_reason for r in rows):
+        return f"job {job_id} has ended: nothing to extend"
+    if all(r.started_at is None for r in rows):
+        return f"job {job_id} has not started: only a running set is extended"
+    return f"job {job_id} has no running set with a max_time to extend"

@@ -8,6 +8,7 @@ comes back as the page the form was on, with the API's message and status.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Final, get_args
 
 from fastapi import APIRouter, File, Form, Request, Response, UploadFile
@@ -117,7 +118,12 @@ def change_priority(
 
 
 def _submit_page(
-    request: Request, *, status: int = 200, error: str | None = None, chosen: str = "auto"
+    request: Request,
+    *,
+    status: int = 200,
+    error: str | None = None,
+    chosen: str = "auto",
+    problems: Sequence[str] = (),
 ) -> Response:
     return page(
         request,
@@ -128,6 +134,7 @@ def _submit_page(
         formats=FORMAT_NAMES,
         chosen=chosen,
         error=error,
+        problems=problems,
     )
 
 
@@ -157,8 +164,20 @@ def submit(
         failure = refusal(exc)
         if failure is None:
             raise
-        message = failure.message
-        if message.startswith("job:"):  # the API names the document "job"; we know its file
-            message = (job_file.filename or "job") + message[3:]
-        return _submit_page(request, status=failure.status, error=message, chosen=fmt)
+        name = job_file.filename or "job"
+        problems = [_named(p["message"], name) for p in failure.problems]
+        # several problems: every one in a list, not the first and a count
+        message = f"{name} has {len(problems)} problems:" if problems else failure.message
+        return _submit_page(
+            request,
+            status=failure.status,
+            error=_named(message, name),
+            chosen=fmt,
+            problems=problems,
+        )
     return RedirectResponse(f"{PREFIX}/jobs/{answer['id']}?note=submitted", status_code=303)
+
+
+def _named(message: str, name: str) -> str:
+    """The API names the document "job"; the form knows its file name."""
+    return name + message[3:] if message.startswith("job:") else message
