@@ -24,9 +24,11 @@ import heapq
 import math
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 TAU = 10.0  # seconds: the bound of the bounded slowdown
-LUBLIN = "/work/shared/traces/lublin_256.swf.gz"
+# the shared traces sit beside the repository
+LUBLIN = str(Path(__file__).resolve().parents[1].parent / "shared" / "traces" / "lublin_256.swf.gz")
 
 
 @dataclass(frozen=True)
