@@ -6,11 +6,16 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 import httpx
+import pytest
 
 from tests.acceptance.conftest import free_port, labq_command, wait_until_up
+from tests.processes import as_in_a_terminal, kill_under
 
 
 def test_demo_runs_its_jobs_and_stops_on_sigint(tmp_path):
@@ -18,15 +23,7 @@ def test_demo_runs_its_jobs_and_stops_on_sigint(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("LABQ_")}
     env["HOME"] = str(tmp_path / "home")
     out_path = tmp_path / "demo.out"
-    with open(out_path, "w") as out:
-        proc = subprocess.Popen(
-            [*labq_command(), "demo", "--port", str(port), "--dir", str(tmp_path / "demo")],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            text=True,
-            cwd=tmp_path,
-        )
+    with open(out_path, "w") as out, _demo(port, tmp_path / "demo", env, out) as proc:
         try:
             url = f"http://127.0.0.1:{port}"
             wait_until_up(url, proc, out_path)
@@ -43,6 +40,35 @@ def test_demo_runs_its_jobs_and_stops_on_sigint(tmp_path):
     assert "Ctrl-C" in text
     assert [(j["state"], j["result"]) for j in jobs] == [("completed", "pass")] * 3
     assert (tmp_path / "demo" / "labq.db").exists()
+
+
+@pytest.fixture(autouse=True)
+def _nothing_left(tmp_path: Path) -> Iterator[None]:
+    """Whatever a demo left (its supervisors, their tasks) killed once the test is over."""
+    yield
+    kill_under(tmp_path)
+
+
+@contextmanager
+def _demo(port: int, root: Path, env: dict[str, str], out: IO[str]) -> Iterator[subprocess.Popen]:
+    """``labq demo`` as a terminal starts it: Ctrl-C works even where the tests run with SIGINT
+    ignored. Killed with its process group if it still runs afterwards (a test that failed
+    before its Ctrl-C, or a Ctrl-C that did not stop it)."""
+    proc = subprocess.Popen(
+        as_in_a_terminal([*labq_command(), "demo", "--port", str(port), "--dir", str(root)]),
+        env=env,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=root.parent,
+        start_new_session=True,
+    )
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def _printed_token(path, proc) -> str:
@@ -83,15 +109,7 @@ def test_ctrl_c_stops_the_supervisors_and_tasks_the_demo_started(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("LABQ_")}
     env["HOME"] = str(tmp_path / "home")
     out_path = tmp_path / "demo.out"
-    with open(out_path, "w") as out:
-        proc = subprocess.Popen(
-            [*labq_command(), "demo", "--port", str(port), "--dir", str(root)],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            text=True,
-            cwd=tmp_path,
-        )
+    with open(out_path, "w") as out, _demo(port, root, env, out) as proc:
         try:
             url = f"http://127.0.0.1:{port}"
             wait_until_up(url, proc, out_path)
