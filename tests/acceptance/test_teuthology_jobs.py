@@ -36,8 +36,9 @@ JOBS = [
 ]
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def folder() -> Path:
+    """The real files; checked before any server starts (every test here reads them)."""
     return require(REAL_JOBS / "teuthology")
 
 
