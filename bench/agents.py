@@ -1,7 +1,8 @@
 """The server's side of lab agents under many agents (issue 13, item 6; not a test: run by hand).
 
     .venv/bin/python bench/agents.py [--agents 50] [--systems 20] [--seconds 60] [--warmup 20]
-        [--db postgres|sqlite|URL] [--jobs N] [--task-seconds 0] [--quick] [--json FILE]
+        [--db postgres|sqlite|URL] [--jobs N] [--task-seconds 0] [--min-sets 0] [--quick]
+        [--json FILE]
 
 Starts ``labq init`` and a real ``labq server`` (``heartbeat_every`` 2 s) on a
 fresh database — PostgreSQL by default (LABQ_TEST_PG_URL's server, or the one
@@ -18,7 +19,9 @@ every ``heartbeat_every`` naming every set it runs. They are not real agents:
 a real one runs a Python supervisor per set, and 1,000 of those do not fit on
 this machine — the server cannot tell the difference.
 
-After WARMUP seconds, over a window of SECONDS:
+After WARMUP seconds, over a window of SECONDS (longer, up to five minutes more, until
+MIN_SETS sets the scheduler started in it have ended: a small run on a loaded machine
+still measures something):
 
 - ``sets/s``: sets claimed by agents per second (each set is started by the
   scheduler when the set before it on its system ended);
@@ -71,6 +74,7 @@ PG_URL = os.environ.get("LABQ_TEST_PG_URL", "postgresql+psycopg://postgres@127.0
 HEARTBEAT_EVERY = 2.0
 RUN_BATCH = 500  # jobs per submitted run
 CLAIM_WAIT = 5.0  # seconds a claim long-polls
+MIN_SETS_WAIT = 300.0  # seconds the window may stay open past SECONDS for --min-sets
 TICK = os.sysconf("SC_CLK_TCK")
 CHUNK = b"".join(b"line %04d of a task that does nothing\n" % i for i in range(50))  # ~2 KiB
 
@@ -86,6 +90,7 @@ class Options:
     db: str = "postgres"
     jobs: int = 0  # 0: 3 × agents × systems
     task_seconds: float = 0.0
+    min_sets: int = 0  # the window lasts until this many sets started in it have ended
 
 
 # --- one agent process ----------------------------------------------------------------
@@ -500,6 +505,11 @@ def drive(
         t0 = time.time()
         cpu0, agents0 = cpu_seconds([server.pid]), cpu_seconds(agent_pids)
         time.sleep(options.seconds)
+        deadline = time.monotonic() + MIN_SETS_WAIT
+        while options.min_sets and time.monotonic() < deadline:
+            if ended_since(db_url, t0) >= options.min_sets:
+                break
+            time.sleep(0.5)
         t1 = time.time()
         cpu1, agents1 = cpu_seconds([server.pid]), cpu_seconds(agent_pids)
         queued = queued_sets(db_url)
@@ -540,6 +550,23 @@ def queued_sets(db_url: str) -> int:
     return count
 
 
+def ended_since(db_url: str, t0: float) -> int:
+    """Sets the scheduler started at ``t0`` or later that have ended (an agent claimed each)."""
+    engine = create_engine(db_url)
+    with engine.connect() as conn:
+        stmt = select(RecipeSets.started_at).where(
+            RecipeSets.started_at.is_not(None), RecipeSets.finished_at.is_not(None)
+        )
+        count = sum(1 for at in conn.execute(stmt).scalars() if _epoch(at) >= t0)
+    engine.dispose()
+    return count
+
+
+def _epoch(at: datetime) -> float:
+    """A database time (naive ones are UTC) as a wall-clock timestamp."""
+    return (at if at.tzinfo else at.replace(tzinfo=UTC)).timestamp()
+
+
 def started_at(db_url: str, ids: list[int]) -> dict[int, float]:
     """When each set was started by the scheduler, as a wall-clock timestamp."""
     engine = create_engine(db_url)
@@ -551,7 +578,7 @@ def started_at(db_url: str, ids: list[int]) -> dict[int, float]:
             )
             for set_id, at in conn.execute(stmt):
                 if at is not None:
-                    out[set_id] = (at if at.tzinfo else at.replace(tzinfo=UTC)).timestamp()
+                    out[set_id] = _epoch(at)
     engine.dispose()
     return out
 
@@ -691,6 +718,12 @@ def main() -> None:
     parser.add_argument("--db", default="postgres", help="postgres, sqlite or a PostgreSQL URL")
     parser.add_argument("--jobs", type=int, default=0, help="jobs queued (0: 3 × agents × systems)")
     parser.add_argument("--task-seconds", type=float, default=0.0, help="each task's length")
+    parser.add_argument(
+        "--min-sets",
+        type=int,
+        default=0,
+        help="keep the window open until N sets started in it have ended",
+    )
     parser.add_argument("--quick", action="store_true", help="4 agents × 5 sets, 10 s")
     parser.add_argument("--json", help="also write the summary to this file")
     args = parser.parse_args()
@@ -703,6 +736,7 @@ def main() -> None:
         db=args.db,
         jobs=args.jobs,
         task_seconds=args.task_seconds,
+        min_sets=args.min_sets,
     )
     if args.quick:
         options = Options(agents=4, systems=5, seconds=10, warmup=3, db=args.db, jobs=args.jobs)

@@ -6,15 +6,13 @@
 For each trace and policy: mean and max wait, mean bounded slowdown (tau = 10 s),
 utilisation, stuck sets and the wall time of the simulation alone (loading and
 measuring are timed apart). Then, per trace, labq's figures as ratios to
-EASY's measured in the same run. Traces default to ../shared/traces/*.swf.gz (beside
-the repository);
-``--config`` lays a scenario ``config`` section over labq's defaults.
+EASY's measured in the same run. Traces default to ``../shared/traces/*.swf.gz`` beside
+the repository; ``--config`` lays a scenario ``config`` section over labq's defaults.
 """
 
 from __future__ import annotations
 
 import argparse
-import glob
 import time
 from pathlib import Path
 
@@ -24,6 +22,7 @@ from labq.sim.scenario import with_config
 from labq.sim.swf import load_swf
 
 DEFAULT_POLICIES = "labq,easy,teuthology-dispatcher,teuthology-workers"
+SHARED_TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
 HEADER = (
     f"{'trace':24} {'policy':22} {'jobs':>6} {'mean wait h':>11} {'max wait h':>10}"
     f" {'mean bsld':>10} {'util':>7} {'stuck':>5} {'wall s':>7}"
@@ -39,8 +38,9 @@ def main() -> None:
     parser.add_argument("--policies", default=DEFAULT_POLICIES)
     parser.add_argument("--config", default=None)
     args = parser.parse_args()
-    shared = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
-    traces = args.traces or sorted(glob.glob(str(shared / "*.swf.gz")))
+    traces = args.traces or sorted(str(p) for p in SHARED_TRACES.glob("*.swf.gz"))
+    if not traces:
+        parser.error(f"no traces in {SHARED_TRACES}: name the trace files")
     print(HEADER)
     for trace in traces:
         scenario = load_swf(trace, nodes=None, limit=args.limit, estimate=args.estimate)

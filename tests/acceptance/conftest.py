@@ -17,6 +17,8 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
+from tests.processes import kill_under
+
 ROOT = Path(__file__).parents[2]
 EXAMPLES = ROOT / "src" / "labq" / "examples"
 
@@ -103,7 +105,8 @@ class Running:
 def running_server(
     database: str, *, data: Path, home: Path, log: Path, config: Path | None = None
 ) -> Iterator[Running]:
-    """``labq init`` then ``labq server`` on a free port, up; SIGTERM (then kill) afterwards."""
+    """``labq init`` then ``labq server`` on a free port, up; SIGTERM (then kill) afterwards,
+    and whatever it started (supervisors, tasks: under ``data``) killed too."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LABQ_")}
     env.update(LABQ_DB=database, LABQ_DATA_DIR=str(data), HOME=str(home))
     if config is not None:
@@ -121,6 +124,7 @@ def running_server(
             stdout=out,
             stderr=subprocess.STDOUT,
             text=True,
+            start_new_session=True,  # its group is killed if SIGTERM does not end it
         )
         try:
             url = f"http://127.0.0.1:{port}"
@@ -132,7 +136,11 @@ def running_server(
                 proc.wait(timeout=20)
             finally:
                 if proc.poll() is None:
-                    proc.kill()
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                # a server leaves its supervisors running for the next one to adopt: no
+                # test has a next one
+                kill_under(data)
 
 
 @pytest.fixture

@@ -42,8 +42,17 @@ def two_host_job(lab: str) -> dict[str, object]:
     return {"recipe_sets": [{"recipes": [recipe, recipe]}]}
 
 
-def ticking_job(host: dict[str, object], ticks: int, *, retries: int = 0) -> dict[str, object]:
-    run = f'for i in $(seq 1 {ticks}); do echo "tick $i"; sleep 0.5; done'
+def ticking_job(
+    host: dict[str, object], ticks: int, *, retries: int = 0, gate: Path | None = None
+) -> dict[str, object]:
+    """``ticks`` ticks half a second apart. With a ``gate``, after tick 2 it makes
+    ``<gate>.waiting`` and waits for ``gate`` (the log may hold the last bytes back a while)."""
+    wait = (
+        f"; if [ $i = 2 ]; then touch {gate}.waiting; while [ ! -e {gate} ]; do sleep 0.1; done; fi"
+        if gate
+        else ""
+    )
+    run = f'for i in $(seq 1 {ticks}); do echo "tick $i"{wait}; sleep 0.5; done'
     return {
         "recipe_sets": [
             {
@@ -110,19 +119,21 @@ def test_two_agents_run_a_two_host_job_each_in_their_own_lab(tmp_path, pg_databa
 
 
 def test_an_agent_killed_mid_task_and_restarted_adopts_and_finishes_the_set(tmp_path):
-    with agent_server(tmp_path, f"sqlite:///{tmp_path / 'labq.db'}", timeout=24) as server:
+    # the task waits at tick 2 until the agent is back, however long a restart takes; the
+    # lease (half the timeout: 60 s) outlasts a restart on a loaded machine
+    gate = tmp_path / "agent-is-back"
+    with agent_server(tmp_path, f"sqlite:///{tmp_path / 'labq.db'}", timeout=120) as server:
         server.lab("east", "e1.east")
         east = make_agent(server, tmp_path, "east-1", "east")
         with agents(east.start()):
-            job_id = server.submit(ticking_job({"lab": "east"}, 12))
-            local = east.data / "logs"
-            wait_until(
-                lambda: "tick 2" in "".join(p.read_text() for p in local.rglob("task-*")), 90
-            )
+            job_id = server.submit(ticking_job({"lab": "east"}, 12, gate=gate))
+            wait_until(Path(f"{gate}.waiting").exists, 90, east.output)  # at tick 2
             east.kill()
             assert east.supervisor_pids(), "the supervisor outlives its agent"
             east.start()
-            job = wait_state(server, job_id, ("completed", "aborted", "cancelled"))
+            wait_until(lambda: "adopted" in east.output(), 60, east.output)
+            gate.touch()
+            job = wait_state(server, job_id, ("completed", "aborted", "cancelled"), timeout=120)
             assert (job["state"], job["result"]) == ("completed", "pass"), job
             (body,) = task_logs(server, job_id).values()
             assert re.findall(r"tick (\d+)", body) == [str(i) for i in range(1, 13)]

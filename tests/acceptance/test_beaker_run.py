@@ -20,12 +20,15 @@ import pytest
 
 from tests.acceptance.conftest import cli, running_server, wait_for
 from tests.dispatch.conftest import git
-from tests.realjobs import REAL_JOBS
+from tests.realjobs import REAL_JOBS, require
 
-# ../shared/real-jobs beside the checkout (a worktree may sit a level deeper)
 REAL = REAL_JOBS / "beaker"
 
-pytestmark = pytest.mark.skipif(not REAL.is_dir(), reason="no ../shared/real-jobs")
+
+@pytest.fixture(autouse=True)
+def _files_are_there() -> None:
+    require(REAL)  # skipped where they are missing, failed under CI
+
 
 # prints what the task sees, so the test can check params, roles and the place it ran in
 REPORT = """\

@@ -17,8 +17,8 @@ recipe_sets:
             run: '{labq} lock acquire storage:nfs1 --exclusive --wait --timeout 30'
             timeout: 60
           - name: work
-            run: 'sleep 4; echo "token is $LABQ_TOKEN"'
-            timeout: 60
+            run: 'while [ ! -e {done} ]; do sleep 0.1; done; echo "token is $LABQ_TOKEN"'
+            timeout: 600
 """
 
 DECLARER = """
@@ -31,7 +31,7 @@ recipe_sets:
 """
 
 
-def poll(check, timeout=30.0, what="a condition"):
+def poll(check, timeout=90.0, what="a condition"):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = check()
@@ -47,11 +47,18 @@ def submit(env, path, text):
 
 
 def lab_with_a_holder(env, tmp_path):
-    """lab1 with two systems, and the holder job submitted (its task takes nfs1); its id."""
+    """lab1 with two systems, and the holder job submitted: its task takes nfs1 and holds it
+    until the file :func:`release` makes is there. Its id."""
     assert cli(env, "lab", "add", "lab1").returncode == 0
     for fqdn in ("a.lab1", "b.lab1"):
         assert cli(env, "system", "add", fqdn, "--lab", "lab1").returncode == 0
-    return submit(env, tmp_path / "holder.yaml", HOLDER.format(labq=labq_command()[0]))
+    holder = HOLDER.format(labq=labq_command()[0], done=tmp_path / "done")
+    return submit(env, tmp_path / "holder.yaml", holder)
+
+
+def release(tmp_path):
+    """The holder's task ends (and with its set, nfs1 is released)."""
+    (tmp_path / "done").touch()
 
 
 def test_a_set_waits_for_a_lock_a_task_holds_and_runs_once_it_is_released(server, tmp_path):
@@ -80,6 +87,7 @@ def test_a_set_waits_for_a_lock_a_task_holds_and_runs_once_it_is_released(server
     queued = cli(env, "queue")
     assert f"held by set {holder_set}" in queued.stdout
 
+    release(tmp_path)
     assert wait_for(client, holder)["state"] == "completed"
     assert wait_for(client, declarer)["state"] == "completed"
     history = client.get(f"/jobs/{declarer}/history").json()["recipes"][0]["history"]
@@ -104,6 +112,7 @@ def test_a_task_without_wait_is_refused_while_another_set_holds_the_lock(server,
     )
     result = wait_for(client, trier)
     assert result["result"] == "fail"  # the command exited 1: the lock was not free
+    release(tmp_path)
     assert wait_for(client, holder)["state"] == "completed"
     # a user's own token may not take locks; only a set's token (or an admin naming a set)
     user_try = cli(env, "lock", "acquire", "storage:nfs1")

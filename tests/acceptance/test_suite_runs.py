@@ -1,19 +1,18 @@
-"""``labq suite`` and ``labq run`` against a real server: a suite built from real teuthology
-fragments runs end to end on the local backend as one run; runs are listed, shown, cancelled."""
+"""``labq suite`` and ``labq run`` against a real server: a suite of teuthology fragments runs
+end to end on the local backend as one run; runs are listed, shown, cancelled.
+
+The fragments are written here, as teuthology's own noop suite has them; real ones from
+``../shared`` are expanded in ``tests/unit/test_suite.py``."""
 
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.acceptance.test_cli_api import PASSING, SLOW, data, one_line_refusal
-from tests.realjobs import REAL_JOBS
-
-REAL = REAL_JOBS / "teuthology"
 
 
 @pytest.fixture
@@ -27,6 +26,23 @@ def as_user(labq, live_server):
 
     return run
 
+
+# teuthology's noop job (its suites/noop), as a base facet
+NOOP = """\
+roles:
+- - mon.a
+  - osd.0
+tasks:
+- exec:
+    mon.a:
+      - echo "Well done !"
+"""
+# overrides and nothing else: a fragment that is no whole job
+OVERRIDES_ONLY = """\
+overrides:
+  cephadm:
+    osd_method: raw
+"""
 
 NAP = """
 recipe_sets:
@@ -42,7 +58,7 @@ def noop_suite(root: Path) -> Path:
     for sub in ("base", "extra$", "checks"):
         (suite / sub).mkdir(parents=True)
     (suite / "%").touch()
-    shutil.copy(REAL / "teuthology-suite-noop.yaml", suite / "base" / "noop.yaml")
+    (suite / "base" / "noop.yaml").write_text(NOOP)
     (suite / "base" / "noop-osd.yaml").write_text(
         "roles:\n- [mon.a, osd.0]\ntasks:\n- exec:\n    osd.0: [echo osd]\n"
     )
@@ -136,7 +152,7 @@ def test_a_suite_job_that_is_not_a_job_is_refused_in_one_line(as_user, tmp_path)
     suite = tmp_path / "suites" / "broken"
     (suite / "over").mkdir(parents=True)
     (suite / "%").touch()
-    shutil.copy(REAL / "teuthology-containerized-node-overrides.yaml", suite / "over" / "node.yaml")
+    (suite / "over" / "node.yaml").write_text(OVERRIDES_ONLY)
     refused = as_user("suite", str(suite), ok=False)
     one_line_refusal(refused, "broken/{over/node.yaml}", "not a whole job")
     assert json.loads(as_user("run", "list", "--json").stdout)["total"] == 0

@@ -7,23 +7,14 @@ systems are named like the files' targets (``ubuntu@<host1>`` runs on ``<host1>`
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.realjobs import REAL_JOBS, require
 
-def _real_jobs() -> Path | None:
-    for parent in Path(__file__).resolve().parents:
-        found = parent / "shared" / "real-jobs" / "teuthology"
-        if found.is_dir():
-            return found
-    return None
-
-
-FOLDER = _real_jobs()
 TARGETS = ["<host1>", "<host2>", "<host3>"]
 # (file, the roles of each machine, the task names every machine runs in order)
 JOBS = [
@@ -45,13 +36,10 @@ JOBS = [
 ]
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def folder() -> Path:
-    if FOLDER is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("../shared/real-jobs/teuthology is missing")
-        pytest.skip("../shared/real-jobs/teuthology is not next to this checkout")
-    return FOLDER
+    """The real files; checked before any server starts (every test here reads them)."""
+    return require(REAL_JOBS / "teuthology")
 
 
 @pytest.fixture

@@ -122,7 +122,7 @@ def test_task_timeout_kills_the_whole_process_group_and_aborts_the_recipe(
     assert recipe.tasks[0].result is Result.FAIL
     assert reporter.started() == [1]
     assert reporter.states(1)[-1] is R.ABORTED
-    assert took < 1 + GRACE + 5
+    assert took < 60  # ended at its timeout, not after its 100 s (loose: a loaded machine)
     # the logs were archived before the clean-up wiped the workspace
     log = (set_logs(data_dir) / "host1.test" / "task-1-t1.log").read_text()
     assert "before" in log
@@ -163,7 +163,7 @@ def test_max_time_aborts_everything_archives_logs_then_cleans_up(data_dir, repor
     )
     started = time.monotonic()
     outcome = run(plan, backend, data_dir, reporter)
-    assert time.monotonic() - started < 1 + GRACE + 5
+    assert time.monotonic() - started < 60  # at max_time, not after 100 s (loose on purpose)
 
     for recipe in outcome.recipes:
         assert recipe.state is R.ABORTED
@@ -260,7 +260,7 @@ def test_cancel_stops_running_tasks(local, data_dir, reporter, tmp_path):
     started = time.monotonic()
     runner.start()
     while not pids.exists() or not pids.read_text().strip():
-        assert time.monotonic() - started < 10
+        assert time.monotonic() - started < 60
         time.sleep(0.02)
     cancel.set()
     runner.join(10)

@@ -27,6 +27,7 @@ from labq.domain.job import JobSpec
 from labq.domain.model import System
 from labq.domain.states import RecipeState, Result, Usage
 from labq.store import Repository, make_engine, reading, transaction, upgrade
+from tests.processes import kill_under
 
 HEARTBEAT = 0.2
 LAB = "lab1"
@@ -131,9 +132,10 @@ def lab(tmp_path: Path, sqlite_template: Path) -> Iterator[Lab]:
     config.write_text(json.dumps({"heartbeat_every": HEARTBEAT, "data_dir": str(data_dir)}))
     yield Lab(url, engine, settings, config, data_dir)
     engine.dispose()
+    kill_under(tmp_path)  # supervisors and tasks a failed test left (sessions of their own)
 
 
-def wait_for(check: Callable[[], Any], timeout: float = 20.0, what: str = "condition") -> Any:
+def wait_for(check: Callable[[], Any], timeout: float = 60.0, what: str = "condition") -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = check()
@@ -226,15 +228,15 @@ def test_a_task_that_overruns_its_timeout_aborts_the_set_and_logs_are_kept(lab: 
                     "name": "note",
                     "run": 'mkdir -p "$LABQ_LOG_DIR" && echo kept > "$LABQ_LOG_DIR/n"',
                 },
-                {"name": "hang", "run": "sleep 30", "timeout": 1},
+                {"name": "hang", "run": "sleep 300", "timeout": 1},
                 {"name": "never", "run": "true"},
             ]
         }
     )
     started = time.monotonic()
-    done = lab.supervise(set_id)
+    done = lab.supervise(set_id, timeout=240)
     assert done.returncode == 0, done.stderr
-    assert time.monotonic() - started < 20
+    assert time.monotonic() - started < 120  # ended at its timeout, not after its 300 s
     with lab.read() as repo:
         (recipe,) = repo.get_recipe_set(set_id).recipes
         assert recipe.state is RecipeState.ABORTED
@@ -329,8 +331,11 @@ def test_a_killed_supervisor_leaves_a_stale_heartbeat_and_its_tasks_are_reaped(
 
 
 def test_a_second_supervisor_of_a_claimed_set_touches_nothing(lab: Lab, tmp_path: Path) -> None:
-    runs = tmp_path / "runs"
-    set_id = lab.started_set({"tasks": [{"name": "once", "run": f"echo run >> {runs}; sleep 2"}]})
+    runs, done = tmp_path / "runs", tmp_path / "done"
+    # the task runs until the test says it is done: the second supervisor meets it running
+    # however long that one takes to start
+    wait = f"echo run >> {runs}; while [ ! -e {done} ]; do sleep 0.05; done"
+    set_id = lab.started_set({"tasks": [{"name": "once", "run": wait}]})
     first = lab.popen(set_id)
     try:
         wait_for(lambda: task_running(lab, set_id), what="the first supervisor's task")
@@ -338,13 +343,15 @@ def test_a_second_supervisor_of_a_claimed_set_touches_nothing(lab: Lab, tmp_path
             before = [
                 h.state for h in repo.recipe_history(repo.get_recipe_set(set_id).recipes[0].id)
             ]
-        second = lab.supervise(set_id)
+        second = lab.supervise(set_id, timeout=120)
         assert second.returncode == 3, second.stderr
         assert "claimed by another supervisor" in second.stderr
         with lab.read() as repo:
             recipe = repo.get_recipe_set(set_id).recipes[0]
             assert [h.state for h in repo.recipe_history(recipe.id)] == before
-        first.wait(timeout=20)
+            assert recipe.state is RecipeState.RUNNING  # the first one's task still runs
+        done.touch()
+        first.wait(timeout=60)
     finally:
         if first.poll() is None:
             first.kill()

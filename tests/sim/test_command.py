@@ -14,7 +14,8 @@ from labq.sim.scenario import load_scenario
 from labq.sim.swf import load_swf
 
 ROOT = Path(__file__).parents[2]
-LUBLIN = ROOT / "examples" / "traces" / "lublin_256.swf.gz"  # shipped: see its README
+# written for the tests (tests/data/swf/README.md): 150 jobs, 256 nodes
+SMALL_TRACE = ROOT / "tests" / "data" / "swf" / "small-256.swf"
 COMPARED = ["labq", "easy", "teuthology-dispatcher", "teuthology-workers"]
 
 
@@ -32,15 +33,15 @@ def labq(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 def test_swf_compare_json(tmp_path):
     done = labq(
-        "sim", "--swf", str(LUBLIN), "--limit", "300", "--compare", ",".join(COMPARED),
+        "sim", "--swf", str(SMALL_TRACE), "--limit", "120", "--compare", ",".join(COMPARED),
         "--json", cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     rows = json.loads(done.stdout)["policies"]
     assert [r["policy"] for r in rows] == COMPARED
     for row in rows:
-        assert row["sets"] == 300
-        assert row["started"] == 300
+        assert row["sets"] == 120
+        assert row["started"] == 120
         assert row["stuck"] == 0
         assert 0 < row["utilization"] <= 1
     by_name = {r["policy"]: r for r in rows}
@@ -76,7 +77,7 @@ def test_bad_trace_is_one_line_on_stderr(tmp_path):
 
 
 def test_write_plots_returns_the_paths_and_caps_the_gantt(tmp_path):
-    scenario = load_swf(LUBLIN, nodes=None, limit=40, estimate="runtime")
+    scenario = load_swf(SMALL_TRACE, nodes=None, limit=40, estimate="runtime")
     runs = [simulate(scenario, {}, "easy", 0), simulate(scenario, {}, "easy", 0)]
     paths = write_plots(runs, str(tmp_path / "new" / "dir"))
     assert [p.name for p in paths] == [

@@ -9,9 +9,8 @@ import pytest
 from labq.errors import InputError
 from labq.sim.runner import simulate
 from labq.sim.swf import load_swf, parse_estimate
-from tests.realjobs import REAL_JOBS, require
+from tests.realjobs import TRACES, require
 
-TRACES = REAL_JOBS.parent / "traces"  # ../shared/traces beside the checkout
 HEADER = "; Version: 2.2\n; MaxNodes: 8\n; MaxProcs: 16\n;\n"
 
 
@@ -136,8 +135,7 @@ def test_good_estimates():
     ("name", "nodes"), [("lublin_256.swf.gz", 256), ("NASA-iPSC-1993-3.1-cln.swf.gz", 128)]
 )
 def test_shared_traces_first_200_jobs(name, nodes):
-    require(TRACES)  # skipped on a laptop without ../shared, a failure under CI
-    path = TRACES / name
+    path = require(TRACES / name)  # the real traces: skipped where missing, failed under CI
     scenario = load_swf(path, nodes=None, limit=200, estimate="x2")
     assert len(scenario.all_systems()) == nodes
     assert len(scenario.jobs) == 200

@@ -4,24 +4,13 @@ The files are read where they are, never copied into the project; without them
 (a checkout elsewhere) the test is skipped, and fails in CI.
 """
 
-import os
-from pathlib import Path
-
 import pytest
 
 from labq.errors import InputError
 from labq.formats.loader import detect_format, load_job
+from tests.realjobs import REAL_JOBS, require
 
-
-def _real_jobs() -> Path | None:
-    for parent in Path(__file__).resolve().parents:
-        found = parent / "shared" / "real-jobs" / "teuthology"
-        if found.is_dir():
-            return found
-    return None
-
-
-FOLDER = _real_jobs()
+FOLDER = REAL_JOBS / "teuthology"
 # fragments: no roles, no targets, no tasks; teuthology-suite merges them into jobs
 FRAGMENTS = {
     "ceph-teuthology-no-ceph-distros-vps.yaml",  # machine_type only: a distro facet
@@ -37,15 +26,12 @@ WITH_TARGETS = {
     "teuthology-example-3node-rgw.yaml": ["<host1>", "<host2>", "<host3>"],
     "teuthology-example-parallel.yaml": ["<host1>", "<host2>", "<host3>"],
 }
-NAMES = sorted(p.name for p in FOLDER.iterdir()) if FOLDER else []
+NAMES = sorted(p.name for p in FOLDER.iterdir()) if FOLDER.is_dir() else []
 
 
 @pytest.fixture(autouse=True)
 def _files_are_there() -> None:
-    if FOLDER is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("../shared/real-jobs/teuthology is missing")
-        pytest.skip("../shared/real-jobs/teuthology is not next to this checkout")
+    require(FOLDER)
 
 
 def test_every_file_has_a_verdict():
@@ -56,7 +42,6 @@ def test_every_file_has_a_verdict():
 
 @pytest.mark.parametrize("name", NAMES)
 def test_each_real_file(name):
-    assert FOLDER is not None
     path = FOLDER / name
     assert detect_format(path.read_text()) == "teuthology"
     if name in FRAGMENTS:
