@@ -130,7 +130,7 @@ def test_the_timeline_has_one_row_per_system_clipped_to_the_interval(db: Databas
         )
     ]
     assert s1[2].tooltip.startswith(f"s1.lab: waiting, recipe {recipe}\n")
-    assert "(29 s)" in s1[2].tooltip
+    assert "(29\xa0s)" in s1[2].tooltip
     assert [s.state for s in rows[2].spans] == ["idle"]
     assert "(manual)" in rows[2].spans[0].tooltip
 

@@ -11,6 +11,7 @@ from datetime import timedelta
 
 from labq.domain.states import RecipeState
 from labq.store import reading, transaction
+from labq.web.rendering import duration
 from tests.api.conftest import T0, Lab, submit
 from tests.ui.test_pages import UI, csrf_of, log_in
 
@@ -123,3 +124,10 @@ def test_the_whatif_page_shows_dates_durations_and_counts_that_agree(lab: Lab) -
     assert end.startswith(f"{until.replace(' ', 'T')}:00")
     with reading(lab.engine) as repo:
         assert repo.count_jobs() == 2
+
+
+def test_a_duration_never_breaks_between_its_number_and_its_unit() -> None:
+    # "29 s" in a narrow cell or a sentence wrapped into "29" and "s" (issue 22)
+    assert duration(29) == "29\xa0s"
+    assert duration(3725) == "1\xa0h 2\xa0min"
+    assert " " not in duration(0)

@@ -114,7 +114,7 @@ def test_durations_are_labelled_in_the_unit_that_reads_best() -> None:
     hours = every_ten_minutes("all", [3600.0, 7200.0, 10800.0])
     root = parse(line_chart([hours], title="w", y_label="wait", window=SIX_HOURS, durations=True))
     assert "wait (hours)" in texts(root)
-    assert "all: highest 3 h at 2026-01-01 00:30:00 UTC" in tips(root)
+    assert "all: highest 3\xa0h at 2026-01-01 00:30:00 UTC" in tips(root)
 
 
 def test_every_text_is_escaped() -> None:

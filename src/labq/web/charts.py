@@ -120,7 +120,7 @@ def span_of(seconds: float) -> str:
     for unit, size in (("d", DAY), ("h", 3600), ("min", 60), ("s", 1)):
         amount, left = divmod(left, size)
         if amount or (unit == "s" and not parts):
-            parts.append(f"{amount} {unit}")
+            parts.append(f"{amount}\u00a0{unit}")  # a number and its unit on one line
     return " ".join(parts[:2])
 
 
@@ -299,7 +299,11 @@ def _time_axis(axes: Axes, window: tuple[float, float]) -> None:
     # The date (or year) the ticks share is written once at the axis' end, with the zone.
     offsets = ["UTC", "%Y UTC", "%Y-%m UTC", "%Y-%m-%d UTC", "%Y-%m-%d UTC", "%Y-%m-%d %H:%M UTC"]
     formatter = mdates.ConciseDateFormatter(  # type: ignore[no-untyped-call]
-        locator, tz=UTC, offset_formats=offsets
+        locator,
+        tz=UTC,
+        formats=["%Y", "%b", "%d %b", "%H:%M", "%H:%M", "%H:%M:%S"],
+        zero_formats=["", "%Y", "%b %Y", "%d %b", "%H:%M", "%H:%M"],
+        offset_formats=offsets,
     )
     axes.xaxis.set_major_locator(locator)
     axes.xaxis.set_major_formatter(formatter)
