@@ -165,8 +165,9 @@ def _compare(page: Page, server: UiServer) -> None:
 SEEN = """() => {
   const shown = document.body.innerText;
   const svgText = [...document.querySelectorAll("svg text")].map(t => t.textContent).join("\\n");
-  const cells = [...document.querySelectorAll("td.num, td time, .num time")].map(el => {
-    const cell = el.closest("td") || el;
+  const cells = [...document.querySelectorAll("td.num, td time, .num time, button")]
+    .filter(el => el.offsetParent !== null).map(el => {
+    const cell = el.tagName === "BUTTON" ? el : (el.closest("td") || el);
     const range = document.createRange();
     range.selectNodeContents(cell);
     const lines = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
