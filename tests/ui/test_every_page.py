@@ -26,6 +26,7 @@ from playwright.sync_api import Browser, BrowserContext, Page, expect
 from tests.acceptance.conftest import running_server
 from tests.ui.conftest import TIMEOUT_MS, UiServer, _populate, log_in
 
+pytestmark = pytest.mark.xdist_group(name="every-page")  # one server of a lab, not one a worker
 ROOT = Path(__file__).parents[2]
 SHOTS = ROOT / "docs" / "screenshots"
 SIZES = {"wide": (1400, 1000), "narrow": (800, 1000)}
@@ -300,13 +301,20 @@ def test_the_whatif_page_shows_dates_durations_and_counts_that_agree(busy_lab: B
 
 
 @pytest.mark.parametrize("size", list(SIZES))
-def test_why_a_set_waits_is_on_the_screen_at_both_sizes(busy_lab: BusyLab, size: str) -> None:
-    page, _ = visit(busy_lab, size, "/queue", "queue")
+@pytest.mark.parametrize(("name", "table"), [("queue", "queue"), ("jobs", "jobs")])
+def test_why_a_set_waits_is_on_the_screen_at_both_sizes(
+    busy_lab: BusyLab, size: str, name: str, table: str
+) -> None:
+    page, _ = visit(busy_lab, size, PAGES[name], name)
     width = SIZES[size][0]
     edges = page.eval_on_selector_all(
-        "table.queue td.why, table.queue tr.why-row td",
-        """cells => cells.filter(c => c.offsetParent !== null)
-                       .map(c => [c.innerText, c.getBoundingClientRect().right])""",
+        f"table.{table} td.why, table.{table} tr.why-row td",
+        """cells => cells.filter(c => c.offsetParent !== null && c.innerText.trim())
+                       .map(c => {
+                         const text = document.createRange();  // the words, not the cell
+                         text.selectNodeContents(c);
+                         return [c.innerText, text.getBoundingClientRect().right];
+                       })""",
     )
     assert len(edges) >= 3  # a reason for each waiting set, shown once
     assert all(text.startswith("waits for") for text, _ in edges), edges
