@@ -87,7 +87,20 @@ def test_queue_length_and_wait_follow_submissions_and_starts(db: Database) -> No
         repo.submit_job(job_spec(), owner="bob", now=at(80), source_format="native")
     (queued,), (wait,) = queue_over_time(db.engine, start=at(0), end=at(100), buckets=4)
     assert queued == Series("all", points((25, 2), (50, 1), (75, 0), (100, 1)))
-    assert wait == Series("all", points((12.5, 10), (37.5, 25)))
+    # mean wait at each bucket's end: of the sets that started in it (a: 10 s; b: 25 s) and
+    # of those still waiting then (at 25: b 20 s and the cancelled one 5 s; at 100: the last,
+    # 20 s); from 50 to 75 nothing started and nothing waited
+    assert flat(wait.points) == pytest.approx(flat(points((25, 35 / 3), (50, 27.5), (100, 20))))
+
+
+def test_a_queue_that_does_not_move_shows_a_wait_that_grows(db: Database) -> None:
+    with transaction(db.engine) as repo:
+        seed(repo)
+        for submitted in (0, 10):
+            repo.submit_job(job_spec(), owner="bob", now=at(submitted), source_format="native")
+    (queued,), (wait,) = queue_over_time(db.engine, start=at(0), end=at(100), buckets=4)
+    assert queued.points == points((25, 2), (50, 2), (75, 2), (100, 2))
+    assert flat(wait.points) == flat(points((25, 20), (50, 45), (75, 70), (100, 95)))
 
 
 def test_the_queue_is_empty_before_anything_was_submitted(db: Database) -> None:
@@ -117,7 +130,7 @@ def test_the_timeline_has_one_row_per_system_clipped_to_the_interval(db: Databas
         )
     ]
     assert s1[2].tooltip.startswith(f"s1.lab: waiting, recipe {recipe}\n")
-    assert "(29 s)" in s1[2].tooltip
+    assert "(29\xa0s)" in s1[2].tooltip
     assert [s.state for s in rows[2].spans] == ["idle"]
     assert "(manual)" in rows[2].spans[0].tooltip
 

@@ -76,4 +76,4 @@ def test_extend_is_offered_and_allowed_exactly_where_the_api_allows_it(lab: Lab)
     assert answer.headers["location"] == f"/ui/jobs/{timed}?note=extended"
     with reading(lab.engine) as repo:
         assert repo.current_max_time(set_id) == 600 + 1800
-    assert "max time 40 min (extended by 30 min)" in lab.client.get(f"{UI}/jobs/{timed}").text
+    assert "max time 40\xa0min (extended by 30\xa0min)" in lab.client.get(f"{UI}/jobs/{timed}").text

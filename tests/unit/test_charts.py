@@ -1,33 +1,28 @@
-"""Inline SVG charts: well-formed, escaped, readable axes, one tooltip per thing drawn."""
+"""Charts drawn by matplotlib as inline SVG: over the window given, lines drawn, text escaped."""
 
 from __future__ import annotations
 
-import time
+import re
 import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
-from itertools import pairwise
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from labq.web.charts import (
-    DASHES,
-    OTHER_COLOUR,
     PALETTE,
     USAGE_COLOURS,
     GanttRow,
     GanttSpan,
     Series,
+    duration_unit,
     gantt_chart,
     line_chart,
-    time_ticks,
-    value_ticks,
 )
 
 SVG = "{http://www.w3.org/2000/svg}"
 T0 = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
 HOUR = 3600.0
+SIX_HOURS = (T0, T0 + 6 * HOUR)
 
 
 def parse(svg: str) -> ET.Element:
@@ -37,52 +32,100 @@ def parse(svg: str) -> ET.Element:
 
 
 def texts(root: ET.Element) -> list[str]:
-    """What each text element shows (a tooltip inside one is not shown)."""
-    return [(t.text or "") + "".join(c.tail or "" for c in t) for t in root.iter(f"{SVG}text")]
+    """What each text element shows."""
+    return ["".join(t.itertext()).strip() for t in root.iter(f"{SVG}text")]
 
 
-def tooltips(root: ET.Element, tag: str) -> list[str]:
-    return [el.findtext(f"{SVG}title") or "" for el in root.iter(f"{SVG}{tag}")]
+def tips(root: ET.Element) -> list[str]:
+    """The tooltips of the things drawn (not the chart's own title)."""
+    return [
+        g.findtext(f"{SVG}title") or "" for g in root.iter(f"{SVG}g") if g.get("class") == "tip"
+    ]
 
 
-def hourly(name: str, *values: float) -> Series:
-    return Series(name, tuple((T0 + i * HOUR, v) for i, v in enumerate(values)))
+def ticks(root: ET.Element) -> list[datetime]:
+    return [datetime.fromisoformat(t) for t in root.get("data-x-ticks", "").split()]
 
 
-def test_a_line_chart_has_axes_a_legend_and_a_tooltip_per_point() -> None:
-    svg = line_chart(
-        [hourly("perf", 0.25, 0.5, 1.0), hourly("lab1", 0.0, 0.1, 0.2)],
-        title="Utilisation",
-        y_label="share busy",
-        y_max=1.0,
+def vertices(root: ET.Element) -> list[int]:
+    """How many points each drawn line joins."""
+    out = []
+    for group in root.iter(f"{SVG}g"):
+        if group.get("class") == "tip":
+            path = group.find(f"{SVG}path")
+            assert path is not None
+            out.append(len(re.findall(r"[ML] ", path.get("d", ""))))
+    return out
+
+
+def every_ten_minutes(name: str, values: list[float], start: float = T0) -> Series:
+    return Series(name, tuple((start + (i + 1) * 600, v) for i, v in enumerate(values)))
+
+
+def test_a_line_chart_spans_the_window_given_not_its_data() -> None:
+    # data only in the last ten minutes of six hours: the axis still covers the six hours
+    late = every_ten_minutes("perf", [0.5, 0.75], start=T0 + 6 * HOUR - 1200)
+    root = parse(line_chart([late], title="Utilisation", y_label="busy share", window=SIX_HOURS))
+    assert root.get("data-window-start") == "2026-01-01T00:00:00+00:00"
+    assert root.get("data-window-end") == "2026-01-01T06:00:00+00:00"
+    shown = ticks(root)
+    assert len(shown) >= 4
+    assert shown[0] <= datetime(2026, 1, 1, 1, tzinfo=UTC)  # not a two-minute zoom
+    assert all(
+        datetime(2026, 1, 1, tzinfo=UTC) <= t <= datetime(2026, 1, 1, 6, tzinfo=UTC) for t in shown
     )
-    root = parse(svg)
-    assert root.findtext(f"{SVG}title") == "Utilisation"
     words = texts(root)
-    assert {"Utilisation", "share busy", "perf", "lab1"} <= set(words)
-    assert {"0.0", "0.2", "0.4", "0.6", "0.8", "1.0"} <= set(words)  # y ticks up to y_max
-    assert {"00:00", "01:00", "02:00", "2026-01-01"} <= set(words)  # time ticks, UTC
-    points = tooltips(root, "circle")
-    assert len(points) == 6
-    assert "perf: 0.5 at 2026-01-01 01:00:00 UTC" in points
-    assert tooltips(root, "polyline") == ["perf", "lab1"]
-    colours = [line.get("stroke") for line in root.iter(f"{SVG}polyline")]
-    assert colours == list(PALETTE[:2])
+    assert {"Utilisation", "busy share", "perf", "02:00", "2026-01-01 UTC"} <= set(words)
+    assert not any("1970" in w for w in words)
 
 
-def test_nothing_to_draw_says_so() -> None:
+def test_a_series_is_drawn_as_one_line_through_its_points() -> None:
+    queue = every_ten_minutes("all", [float(i % 4) for i in range(35)])
+    root = parse(line_chart([queue], title="Queue length", y_label="sets", window=SIX_HOURS))
+    assert vertices(root) == [35]
+    assert tips(root) == ["all: highest 3 at 2026-01-01 00:40:00 UTC"]
+
+
+def test_a_gap_breaks_the_line_and_a_lone_point_is_still_seen() -> None:
+    nan = float("nan")
+    wait = every_ten_minutes("all", [10, 20, nan, 30, nan, 40, 50])
+    svg = line_chart([wait], title="Mean wait", y_label="wait", window=SIX_HOURS, durations=True)
+    root = parse(svg)
+    assert "wait (seconds)" in texts(root)
+    (dots,) = re.findall(r'id="[^"]*dots-0">(.*?)</g>', svg, re.S)
+    assert dots.count("<use ") == 1  # the lone point (30 s) gets a marker; lines do not
+    assert vertices(root) == [5]  # one line through the five points, broken at the gaps
+    (line,) = re.findall(r'class="tip"><title>[^<]*</title>\s*<path d="([^"]+)"', svg)
+    assert line.count("M ") == 3
+
+
+def test_nothing_to_draw_says_so_over_the_same_window() -> None:
     for series in ([], [Series("perf", ())], [Series("x", ((T0, float("nan")),))]):
-        root = parse(line_chart(series, title="Queue", y_label="sets"))
+        root = parse(line_chart(series, title="Queue", y_label="sets", window=SIX_HOURS))
         assert "No data for this interval." in texts(root)
-        assert not list(root.iter(f"{SVG}polyline"))
+        assert root.get("data-window-end") == "2026-01-01T06:00:00+00:00"
+        assert vertices(root) == []
+
+
+def test_durations_are_labelled_in_the_unit_that_reads_best() -> None:
+    assert duration_unit([30.0, 90.0]) == (1.0, "seconds")
+    assert duration_unit([30.0, 600.0]) == (60.0, "minutes")
+    assert duration_unit([9000.0]) == (3600.0, "hours")
+    hours = every_ten_minutes("all", [3600.0, 7200.0, 10800.0])
+    root = parse(line_chart([hours], title="w", y_label="wait", window=SIX_HOURS, durations=True))
+    assert "wait (hours)" in texts(root)
+    assert "all: highest 3\xa0h at 2026-01-01 00:30:00 UTC" in tips(root)
 
 
 def test_every_text_is_escaped() -> None:
     nasty = '<script>alert("x")</script> & \x00\x07'
-    svg = line_chart([hourly(nasty, 1, 2)], title=nasty, y_label=nasty)
+    svg = line_chart([every_ten_minutes(nasty, [1, 2])], title=nasty, y_label="y", window=SIX_HOURS)
     assert "<script>" not in svg
     root = parse(svg)
-    assert '<script>alert("x")</script> & ' in texts(root)
+    assert root.get("aria-label") == '<script>alert("x")</script> & '
+    assert '<script>alert("x")</script> &' in texts(root)
+    money = line_chart([every_ten_minutes("$x$", [1])], title="t", y_label="y", window=SIX_HOURS)
+    assert "$x$" in texts(parse(money))  # drawn as written, not as mathematics
     gantt = gantt_chart(
         [GanttRow(nasty, (GanttSpan(T0, T0 + 60, nasty, nasty),))], start=T0, end=T0 + 60, title="t"
     )
@@ -90,27 +133,24 @@ def test_every_text_is_escaped() -> None:
     parse(gantt)
 
 
-def test_values_above_the_fixed_top_are_drawn_at_the_top_and_told_true() -> None:
-    root = parse(line_chart([hourly("x", 0.5, 3.0)], title="t", y_label="y", y_max=1.0))
-    top = min(float(c.get("cy", "0")) for c in root.iter(f"{SVG}circle"))
-    frame = next(r for r in root.iter(f"{SVG}rect") if r.get("fill") == "none")
-    assert top == pytest.approx(float(frame.get("y", "0")))
-    assert "x: 3 at 2026-01-01 01:00:00 UTC" in tooltips(root, "circle")
-
-
 def test_many_lines_stay_apart_by_dash_once_colours_run_out() -> None:
-    series = [hourly(f"pool{i}", i, i + 1) for i in range(len(PALETTE) + 2)]
-    root = parse(line_chart(series, title="t", y_label="y"))
-    styles = [
-        (line.get("stroke"), line.get("stroke-dasharray")) for line in root.iter(f"{SVG}polyline")
-    ]
-    assert len(set(styles)) == len(series)
-    assert styles[len(PALETTE)] == (PALETTE[0], DASHES[1])
+    series = [every_ten_minutes(f"pool{i}", [i, i + 1]) for i in range(len(PALETTE) + 2)]
+    svg = line_chart(series, title="t", y_label="y", window=SIX_HOURS)
+    strokes = re.findall(r'<g id="[^"]+" class="tip">.*?style="([^"]*)"', svg, re.S)
+    assert len(strokes) == len(series)
+    assert len(set(strokes)) == len(series)
+    assert "dasharray" in strokes[len(PALETTE)]
+    assert PALETTE[0].lower() in strokes[len(PALETTE)]
 
 
-def test_a_single_moment_still_makes_a_chart() -> None:
-    root = parse(line_chart([Series("x", ((T0, 2.0),))], title="t", y_label="y"))
-    assert len(list(root.iter(f"{SVG}circle"))) == 1
+def test_charts_of_one_page_keep_ids_of_their_own() -> None:
+    one = line_chart([every_ten_minutes("a", [1, 2])], title="a", y_label="y", window=SIX_HOURS)
+    two = line_chart([every_ten_minutes("a", [1, 2])], title="a", y_label="y", window=SIX_HOURS)
+    ids = [set(re.findall(r'id="([^"]+)"', svg)) for svg in (one, two)]
+    assert ids[0]
+    assert not ids[0] & ids[1]
+    for svg, own in zip((one, two), ids, strict=True):  # every reference stays inside its chart
+        assert set(re.findall(r'(?:url\(#|href="#)([^)"]+)', svg)) <= own
 
 
 def test_a_gantt_chart_colours_spans_by_state_and_clips_them() -> None:
@@ -126,41 +166,31 @@ def test_a_gantt_chart_colours_spans_by_state_and_clips_them() -> None:
         GanttRow("s2.lab", (GanttSpan(T0, T0 + 2 * HOUR, "repairing", "odd"),)),
         GanttRow("s3.lab", ()),
     ]
-    root = parse(gantt_chart(rows, start=T0, end=T0 + 2 * HOUR, title="Systems"))
-    spans = [r for r in root.iter(f"{SVG}rect") if r.get("data-state")]
-    assert [r.get("data-state") for r in spans] == ["running", "idle", "repairing"]
-    assert [r.get("fill") for r in spans] == [
-        USAGE_COLOURS["running"],
-        USAGE_COLOURS["idle"],
-        OTHER_COLOUR,
-    ]
-    running, idle, _ = spans
-    # the first span is clipped at the start: it fills half of the plot
-    left = float(running.get("x", "0"))
-    assert float(running.get("width", "0")) == pytest.approx(float(idle.get("width", "0")))
-    assert float(idle.get("x", "0")) == pytest.approx(left + float(running.get("width", "0")))
-    assert "s1: running, recipe 4" in [r.findtext(f"{SVG}title") for r in spans]
+    svg = gantt_chart(rows, start=T0, end=T0 + 2 * HOUR, title="Systems")
+    root = parse(svg)
+    assert tips(root) == ["s1: running, recipe 4", "s1: idle", "odd"]
+    assert root.get("data-window-end") == "2026-01-01T02:00:00+00:00"
+    colours = re.findall(r'class="tip">.*?fill: (#[0-9a-f]+)', svg, re.S)
+    assert colours == [USAGE_COLOURS["running"].lower(), USAGE_COLOURS["idle"].lower(), "#777777"]
     words = texts(root)
     assert {"s1.lab", "s2.lab", "s3.lab", "other", *USAGE_COLOURS} <= set(words)
 
 
-def test_a_long_label_is_shortened_but_kept_in_its_tooltip() -> None:
+def test_a_long_label_is_shortened() -> None:
     label = "a-very-long-system-name-that-goes-on." * 3
     root = parse(gantt_chart([GanttRow(label, ())], start=T0, end=T0 + HOUR, title="Systems"))
-    shown = next(t for t in root.iter(f"{SVG}text") if t.findtext(f"{SVG}title") == label)
     (seen,) = [t for t in texts(root) if t.startswith("a-very")]
     assert seen.endswith("…")
     assert len(seen) < len(label)
-    assert shown is not None
 
 
 def test_a_gantt_chart_with_nothing_to_show_says_so() -> None:
     assert "No systems to show." in texts(parse(gantt_chart([], start=T0, end=T0 + 1, title="S")))
-    row = [GanttRow("s1", ())]
-    assert "The interval is empty." in texts(parse(gantt_chart(row, start=T0, end=T0, title="S")))
+    with pytest.raises(ValueError, match="before it starts"):
+        gantt_chart([GanttRow("s1", ())], start=T0, end=T0, title="S")
 
 
-def test_hundreds_of_systems_render_quickly() -> None:
+def test_hundreds_of_systems_are_drawn_as_one_shape_per_state() -> None:
     rows = [
         GanttRow(
             f"system-{i}.lab.example.com",
@@ -169,36 +199,8 @@ def test_hundreds_of_systems_render_quickly() -> None:
                 for j in range(48)
             ),
         )
-        for i in range(500)
+        for i in range(120)
     ]
-    began = time.perf_counter()
-    svg = gantt_chart(rows, start=T0, end=T0 + 8 * HOUR, title="Systems")
-    assert time.perf_counter() - began < 2.0
-    assert len([r for r in parse(svg).iter(f"{SVG}rect") if r.get("data-state")]) == 500 * 48
-
-
-@given(
-    lo=st.floats(min_value=1e9, max_value=2e9, allow_nan=False),
-    span=st.floats(min_value=1.0, max_value=5 * 365 * 86400.0),
-)
-def test_time_ticks_are_round_evenly_spaced_and_inside(lo: float, span: float) -> None:
-    ticks = time_ticks(lo, lo + span)
-    assert 1 <= len(ticks) <= 7
-    assert all(lo <= t <= lo + span for t in ticks)
-    steps = {round(b - a, 6) for a, b in pairwise(ticks)}
-    assert len(steps) <= 1
-    for step in steps:
-        assert all(t % step == 0 for t in ticks)
-
-
-@given(
-    lo=st.floats(min_value=-1e6, max_value=1e6, allow_nan=False),
-    span=st.floats(min_value=1e-3, max_value=1e7),
-)
-def test_value_ticks_cover_the_range_in_few_steps(lo: float, span: float) -> None:
-    ticks, decimals = value_ticks(lo, lo + span)
-    slack = 1e-9 * max(1.0, abs(lo), abs(lo + span))
-    assert ticks[0] <= lo + slack
-    assert ticks[-1] >= lo + span - slack
-    assert 2 <= len(ticks) <= 12
-    assert 0 <= decimals <= 6
+    root = parse(gantt_chart(rows, start=T0, end=T0 + 8 * HOUR, title="Systems"))
+    assert tips(root) == ["running: 5760 spans"]
+    assert "system-119.lab.example.com" in texts(root)

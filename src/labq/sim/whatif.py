@@ -26,6 +26,18 @@ TOLERANCE: Final = 0.5  # seconds: a replayed start this close to the recorded o
 SHOWN: Final = 10  # mismatches listed
 
 
+@dataclass(frozen=True)
+class Miss:
+    """A set the replay did not start on time: times in seconds from the window's start."""
+
+    job: str
+    index: int
+    recorded: float
+    systems: list[str | None]
+    replayed: float | None
+    ran: list[str | None]
+
+
 @dataclass
 class Fidelity:
     """How closely a replay under the current settings reproduced the recorded schedule."""
@@ -35,6 +47,7 @@ class Fidelity:
     same_systems: int = 0  # placed on the systems they really ran on
     tolerance: float = TOLERANCE
     mismatches: list[str] = field(default_factory=list)
+    misses: list[Miss] = field(default_factory=list)  # the same, as values (for the web page)
 
     @property
     def share(self) -> float:
@@ -70,6 +83,7 @@ def fidelity(run: Run, tolerance: float = TOLERANCE) -> Fidelity:
         if replayed is not None and abs(replayed - start) <= tolerance:
             found.on_time += 1
             continue
+        found.misses.append(Miss(attempt.job, attempt.index, start, systems, replayed, ran))
         when = "never" if replayed is None else f"at {replayed:.1f} s"
         found.mismatches.append(
             f"{attempt.job} set {attempt.index}: recorded at {start:.1f} s on"

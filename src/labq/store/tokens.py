@@ -119,8 +119,9 @@ class TokenStore(PeopleStore):
     def list_tokens(self, user: str) -> list[TokenView]:
         """Every token of ``user``, revoked and expired ones included, oldest first."""
         stmt = (
-            select(Tokens, Users.name.label("user"))
+            select(Tokens, Users.name.label("user"), RecipeSets.finished_at.label("set_ended"))
             .join(Users, Users.id == Tokens.user_id)
+            .outerjoin(RecipeSets, RecipeSets.id == Tokens.recipe_set_id)
             .where(Tokens.user_id == self._user_id(user))
             .order_by(Tokens.id)
         )
@@ -134,6 +135,7 @@ class TokenStore(PeopleStore):
                 expires_at=row.expires_at,
                 revoked_at=row.revoked_at,
                 recipe_set=row.recipe_set_id,
+                set_ended_at=row.set_ended,
             )
             for row in self.conn.execute(stmt)
         ]

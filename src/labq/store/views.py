@@ -177,10 +177,16 @@ class TokenView:
     expires_at: datetime | None
     revoked_at: datetime | None
     recipe_set: int | None
+    set_ended_at: datetime | None = None  # a set's own token stops working when its set ends
 
     def valid_at(self, now: datetime) -> bool:
-        """Not revoked and not expired at ``now``."""
-        return self.revoked_at is None and (self.expires_at is None or now < self.expires_at)
+        """Not revoked, not expired and (a set's own token) its set not ended at ``now``."""
+        ended = self.set_ended_at is not None and self.set_ended_at <= now
+        return (
+            self.revoked_at is None
+            and not ended
+            and (self.expires_at is None or now < self.expires_at)
+        )
 
 
 @dataclass(frozen=True)

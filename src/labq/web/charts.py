@@ -1,25 +1,45 @@
-"""Charts as inline SVG, drawn on the server: no chart library, nothing fetched at run time.
+"""Charts drawn by matplotlib on the server, embedded in the page as inline SVG.
 
-Pure functions of plain values (no database, no clock): a page embeds the
-string as it is, and a test reads it as XML. Every piece of text is escaped.
-Colours come from the Okabe–Ito palette, which stays distinguishable with the
-common colour-vision deficiencies; past its eight colours, lines also change
-their dash pattern. Times are epoch seconds and are labelled in UTC.
+No script and nothing fetched: a page with charts works without JavaScript, and
+its text (titles, tick labels, tooltips) stays real text a reader can select
+and a test can read. Every chart of a page is drawn over the same window, which
+its root element carries as ``data-window-start`` / ``data-window-end`` (ISO
+8601, UTC), with the moments of its time ticks as ``data-x-ticks``.
+
+Pure functions of plain values (no database, no clock). Times are epoch
+seconds, labelled in UTC. Colours come from the Okabe–Ito palette, which stays
+distinguishable with the common colour-vision deficiencies; past its eight
+colours, lines also change their dash pattern.
 """
 
 from __future__ import annotations
 
+import io
+import itertools
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from html import escape
-from typing import Final, TypeAlias
+from typing import Final
 
-WIDTH: Final = 760
-FONT: Final = 'font-family="system-ui, sans-serif" font-size="12"'
-CHAR_WIDTH: Final = 7.0  # a fair guess at one character of the 12 px font
+import matplotlib
+from matplotlib import dates as mdates
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch, PathPatch, Rectangle
+from matplotlib.path import Path
+
+# Text stays text in the SVG (not glyph outlines), and ids come out the same every
+# run. These only change SVG output; the simulator's plots are PNG.
+matplotlib.rcParams["svg.fonttype"] = "none"
+matplotlib.rcParams["svg.hashsalt"] = "labq"
+
+WIDTH_IN: Final = 7.6  # 760 px at 100 dpi
+GANTT_WIDTH_IN: Final = 10.0  # a timeline gets a row of the page to itself
+DPI: Final = 100
 PALETTE: Final = (
     "#0072B2",  # blue
     "#E69F00",  # orange
@@ -30,7 +50,7 @@ PALETTE: Final = (
     "#000000",  # black
     "#F0E442",  # yellow: weakest on white, so last
 )
-DASHES: Final = ("", "7 3", "2 3", "9 3 2 3")
+DASHES: Final = ("-", "--", ":", "-.")
 USAGE_COLOURS: Final = {
     "idle": "#DDDDDD",
     "pending": "#F0E442",
@@ -40,20 +60,13 @@ USAGE_COLOURS: Final = {
     "running": "#009E73",
 }
 OTHER_COLOUR: Final = "#777777"
-ROW_HEIGHT: Final = 18.0  # one system in a Gantt chart
-BAR: Final = 14.0
-MAX_MARKERS: Final = 1500  # past this many points, tooltips are per series, not per point
-MONTHS: Final = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+ROW_IN: Final = 0.24  # one system's row in a Gantt chart, in inches
+MAX_TIPS: Final = 2000  # past this many spans, a Gantt row has one tooltip, not one per span
 DAY: Final = 86400
-# Tick steps that read well on a time axis, in seconds.
-TIME_STEPS: Final = (
-    1, 2, 5, 10, 15, 30,
-    60, 120, 300, 600, 900, 1800,
-    3600, 7200, 10800, 21600, 43200,
-    DAY, 2 * DAY, 7 * DAY, 14 * DAY, 28 * DAY, 91 * DAY, 182 * DAY, 364 * DAY,
-)  # fmt: skip
-_Scale: TypeAlias = Callable[[float], float]  # data to pixels on one axis
+# Units a duration axis is labelled in: the largest that keeps the top above 1.
+DURATION_UNITS: Final = ((DAY, "days"), (3600.0, "hours"), (60.0, "minutes"), (1.0, "seconds"))
 _NOT_XML: Final = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_ids = itertools.count(1)
 
 
 @dataclass(frozen=True)
@@ -90,6 +103,11 @@ def text(value: object) -> str:
     return escape(_NOT_XML.sub("", str(value)), quote=True)
 
 
+def plain(label: str) -> str:
+    """``label`` for matplotlib to draw as it is: no mathtext between ``$``, nothing XML forbids."""
+    return _NOT_XML.sub("", label).replace("\x00", "").replace("$", r"\$")
+
+
 def utc(seconds: float) -> str:
     """An epoch time as ``2026-01-31 14:05:09 UTC``."""
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
@@ -102,155 +120,87 @@ def span_of(seconds: float) -> str:
     for unit, size in (("d", DAY), ("h", 3600), ("min", 60), ("s", 1)):
         amount, left = divmod(left, size)
         if amount or (unit == "s" and not parts):
-            parts.append(f"{amount} {unit}")
+            parts.append(f"{amount}\u00a0{unit}")  # a number and its unit on one line
     return " ".join(parts[:2])
 
 
-def number(value: float) -> str:
-    """A value for a tooltip: whole numbers plain, others to four significant digits."""
-    if value == int(value) and abs(value) < 1e15:
-        return f"{int(value):,}"
-    return f"{value:,.4g}"
-
-
-# --- axes ------------------------------------------------------------------------------
-
-
-def time_ticks(lo: float, hi: float, target: int = 6) -> list[float]:
-    """Round moments (whole minutes, hours, days, …) between ``lo`` and ``hi``."""
-    span = max(hi - lo, 1.0)
-    step = next((s for s in TIME_STEPS if span / s <= target), None)
-    if step is None:
-        step = math.ceil(span / target / TIME_STEPS[-1]) * TIME_STEPS[-1]
-    first = math.ceil(lo / step) * step
-    count = int((hi - first) // step) + 1
-    return [float(first + i * step) for i in range(max(count, 0))]
-
-
-def time_labels(ticks: Sequence[float]) -> list[tuple[str, str]]:
-    """Two lines per tick: the time (or day), and the date (or year) where it changes."""
-    step = ticks[1] - ticks[0] if len(ticks) > 1 else 3600.0
-    out: list[tuple[str, str]] = []
-    before = ""
-    for tick in ticks:
-        moment = datetime.fromtimestamp(tick, UTC)
-        if step >= DAY:
-            top, below = f"{moment.day} {MONTHS[moment.month - 1]}", str(moment.year)
-        else:
-            top = moment.strftime("%H:%M:%S" if step < 60 else "%H:%M")
-            below = moment.strftime("%Y-%m-%d")
-        out.append((top, below if below != before else ""))
-        before = below
-    return out
-
-
-def value_ticks(lo: float, hi: float, target: int = 5) -> tuple[list[float], int]:
-    """Steps of 1, 2, 2.5 or 5 × 10ⁿ covering ``[lo, hi]``, and the decimals they need."""
-    if hi <= lo:
-        hi = lo + 1.0
-    raw = (hi - lo) / target
-    magnitude = 10 ** math.floor(math.log10(raw))
-    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw * (1 - 1e-9))
-    first = math.floor(lo / step + 1e-9)
-    last = math.ceil(hi / step - 1e-9)
-    decimals = next((d for d in range(7) if abs(round(step, d) - step) < step * 1e-6), 6)
-    return [i * step for i in range(first, last + 1)], decimals
+def duration_unit(values: Sequence[float]) -> tuple[float, str]:
+    """The unit a duration axis reads best in: ``(seconds per unit, its name)``."""
+    top = max((v for v in values if math.isfinite(v)), default=0.0)
+    return next(
+        ((size, name) for size, name in DURATION_UNITS if top >= 2 * size), (1.0, "seconds")
+    )
 
 
 # --- line chart ------------------------------------------------------------------------
 
 
 def line_chart(
-    series: Sequence[Series], *, title: str, y_label: str, y_max: float | None = None
+    series: Sequence[Series],
+    *,
+    title: str,
+    y_label: str,
+    window: tuple[float, float],
+    y_max: float | None = None,
+    durations: bool = False,
 ) -> str:
-    """Lines over time with time and value axes, a legend and a tooltip per point.
+    """Lines over the time ``window`` (epoch seconds), a legend, one tooltip per line.
 
-    ``y_max`` fixes the top of the value axis (1.0 for a share); values above it
-    are drawn at the top, their tooltips keep the true value. Points that are
-    not finite numbers are left out; series without points stay out of the legend.
+    ``y_max`` fixes the top of the value axis (1.0 for a share). ``durations``
+    says the values are seconds: the axis is then labelled in the unit that reads
+    best. Points that are not finite break a line; a point with no neighbour is
+    drawn as a dot so that it is not lost. Series without points stay out of the
+    legend; with none at all the chart says so, over the same window.
     """
     drawn = [
-        (s.name, sorted((t, v) for t, v in s.points if math.isfinite(t) and math.isfinite(v)))
+        Series(s.name, tuple(sorted((t, v) for t, v in s.points if math.isfinite(t))))
         for s in series
     ]
-    drawn = [(name, points) for name, points in drawn if points]
-    if not drawn:
-        return _empty(title, "No data for this interval.")
-    times = [t for _, points in drawn for t, _ in points]
-    values = [v for _, points in drawn for _, v in points]
-    t_lo, t_hi = min(times), max(times)
-    if t_hi - t_lo < 1:
-        t_lo, t_hi = t_lo - 60, t_hi + 60
-    fixed = y_max is not None and y_max > 0
-    ceiling = y_max if y_max is not None and fixed else max(values)
-    y_ticks, decimals = value_ticks(min(0.0, *values), ceiling)
-    if fixed:
-        y_ticks = [y for y in y_ticks if y <= ceiling * (1 + 1e-9)]
-    y_lo, y_hi = y_ticks[0], (ceiling if fixed else y_ticks[-1])
-
-    legend, legend_height = _legend([(_colour(i), _dash(i), n) for i, (n, _) in enumerate(drawn)])
-    left, right, top = 70.0, WIDTH - 20.0, 40.0
-    bottom = top + 240.0
-    height = bottom + 44 + legend_height
-
-    def x_of(t: float) -> float:
-        return left + (t - t_lo) / (t_hi - t_lo) * (right - left)
-
-    def y_of(v: float) -> float:
-        v = min(max(v, y_lo), y_hi)
-        return bottom - (v - y_lo) / (y_hi - y_lo) * (bottom - top)
-
-    out = [_open(title, height), _title(title)]
-    out.append(f'<g class="y-axis" {FONT} text-anchor="end" fill="#333">')
-    for y in y_ticks:
-        py = y_of(y)
-        out.append(
-            f'<line x1="{left:.1f}" x2="{right:.1f}" y1="{py:.1f}" y2="{py:.1f}" '
-            f'stroke="#e4e4e4"/><text x="{left - 6:.1f}" y="{py + 4:.1f}">{y:,.{decimals}f}</text>'
+    drawn = [s for s in drawn if any(math.isfinite(v) for _, v in s.points)]
+    scale, unit = duration_unit([v for s in drawn for _, v in s.points]) if durations else (1, "")
+    figure, axes = _figure(3.3)
+    _time_axis(axes, window)
+    axes.set_ylabel(plain(f"{y_label} ({unit})" if durations else y_label))
+    tips: list[str] = []
+    for index, one in enumerate(drawn):
+        xs = [_x(t) for t, _ in one.points]
+        ys = [v / scale for _, v in one.points]
+        colour = PALETTE[index % len(PALETTE)]
+        (line,) = axes.plot(
+            xs, ys, linewidth=1.8, label=plain(one.name), color=colour, linestyle=_dash(index)
         )
-    middle = (top + bottom) / 2
-    out.append(
-        f'<text x="14" y="{middle:.1f}" text-anchor="middle" '
-        f'transform="rotate(-90 14 {middle:.1f})">{text(y_label)}</text></g>'
-    )
-    out.append(_time_axis(time_ticks(t_lo, t_hi), x_of, top, bottom))
-    out.append(
-        f'<rect x="{left:.1f}" y="{top:.1f}" width="{right - left:.1f}" '
-        f'height="{bottom - top:.1f}" fill="none" stroke="#999"/>'
-    )
-    markers = len(times) <= MAX_MARKERS
-    for i, (name, points) in enumerate(drawn):
-        out.append(_line(name, points, _colour(i), _dash(i), x_of, y_of, markers=markers))
-    out.append(f'<g transform="translate(0 {bottom + 44:.1f})">{legend}</g>')
-    out.append("</svg>")
-    return "".join(out)
-
-
-def _line(
-    name: str,
-    points: list[tuple[float, float]],
-    colour: str,
-    dash: str,
-    x_of: _Scale,
-    y_of: _Scale,
-    *,
-    markers: bool,
-) -> str:
-    label = text(name)
-    coords = " ".join(f"{x_of(t):.1f},{y_of(v):.1f}" for t, v in points)
-    dashed = f' stroke-dasharray="{dash}"' if dash else ""
-    out = [
-        f'<g class="series" data-name="{label}"><polyline points="{coords}" fill="none" '
-        f'stroke="{colour}" stroke-width="2"{dashed}><title>{label}</title></polyline>'
-    ]
-    if markers:
-        for t, v in points:
-            out.append(
-                f'<circle cx="{x_of(t):.1f}" cy="{y_of(v):.1f}" r="3" fill="{colour}">'
-                f"<title>{label}: {text(number(v))} at {text(utc(t))}</title></circle>"
+        line.set_gid(f"tip-{len(tips)}")
+        tips.append(_line_tip(one, scale, unit))
+        alone = [(x, y) for i, (x, y) in enumerate(zip(xs, ys, strict=True)) if _isolated(ys, i)]
+        if alone:
+            (dots,) = axes.plot(
+                *zip(*alone, strict=True), "o", markersize=4, color=colour, clip_on=False
             )
-    out.append("</g>")
-    return "".join(out)
+            dots.set_gid(f"dots-{index}")
+    if y_max is not None:
+        axes.set_ylim(0, y_max * 1.02)
+    else:
+        axes.set_ylim(bottom=0)
+    if drawn:
+        axes.legend(loc="upper left", fontsize=9, frameon=False, ncols=min(len(drawn), 4))
+    else:
+        axes.text(0.5, 0.5, "No data for this interval.", transform=axes.transAxes, ha="center")
+    axes.set_title(plain(title), fontsize=12, fontweight="bold")
+    return _svg(figure, axes, title, window, tips)
+
+
+def _isolated(ys: Sequence[float], i: int) -> bool:
+    def finite(j: int) -> bool:
+        return 0 <= j < len(ys) and math.isfinite(ys[j])
+
+    return finite(i) and not finite(i - 1) and not finite(i + 1)
+
+
+def _line_tip(one: Series, scale: float, unit: str) -> str:
+    finite = [(t, v) for t, v in one.points if math.isfinite(v)]
+    top_t, top_v = max(finite, key=lambda p: p[1])
+    shown = span_of(top_v) if unit else f"{top_v:,.4g}"
+    return f"{one.name}: highest {shown} at {utc(top_t)}"
 
 
 # --- Gantt chart -----------------------------------------------------------------------
@@ -259,154 +209,142 @@ def _line(
 def gantt_chart(rows: Sequence[GanttRow], *, start: float, end: float, title: str) -> str:
     """One row per system, its spans coloured by usage state, clipped to ``[start, end]``.
 
-    Each span has its tooltip; states other than the six usages are grey. Spans
-    too short to see at this scale (under a twentieth of a pixel) are left out.
+    Each span has its tooltip (a row has one when there are very many); states
+    other than the six usages are grey.
     """
-    if not rows:
-        return _empty(title, "No systems to show.")
     if not end > start:
-        return _empty(title, "The interval is empty.")
-    longest = max(len(r.label) for r in rows)
-    label_width = min(max(longest * CHAR_WIDTH + 12, 60.0), 220.0)
-    axis = _TimeAxis(8 + label_width, WIDTH - 20.0, start, end)
+        raise ValueError(f"the interval ends ({utc(end)}) before it starts ({utc(start)})")
+    figure, axes = _figure(1.9 + ROW_IN * max(len(rows), 1), width=GANTT_WIDTH_IN)
+    _time_axis(axes, (start, end))
     states = list(USAGE_COLOURS)
     if any(s.state not in USAGE_COLOURS for r in rows for s in r.spans):
         states.append("other")
-    legend, legend_height = _legend([(_state_colour(s), "", s) for s in states], swatch=True)
-    tall = len(rows) > 15  # time labels above the rows too, not only far below
-    top = 40.0 + legend_height + (26 if tall else 8)
-    bottom = top + ROW_HEIGHT * len(rows)
-    room = int((label_width - 12) // CHAR_WIDTH)
-
-    out = [_open(title, bottom + 44), _title(title)]
-    out.append(f'<g transform="translate(0 36)">{legend}</g>')
-    ticks = time_ticks(start, end)
-    out.append(_time_axis(ticks, axis.x, top, bottom))
-    if tall:
-        out.append(f'<g class="x-axis-top" {FONT} text-anchor="middle" fill="#333">')
-        for tick, (upper, _) in zip(ticks, time_labels(ticks), strict=True):
-            out.append(f'<text x="{axis.x(tick):.1f}" y="{top - 6:.1f}">{text(upper)}</text>')
-        out.append("</g>")
-    out.append(f'<g class="rows" {FONT}>')
-    for i, row in enumerate(rows):
-        out.append(_gantt_row(row, i, top + i * ROW_HEIGHT, axis, room))
-    out.append("</g>")
-    out.append(
-        f'<rect x="{axis.left:.1f}" y="{top:.1f}" width="{axis.right - axis.left:.1f}" '
-        f'height="{bottom - top:.1f}" fill="none" stroke="#999"/></svg>'
+    per_span = sum(len(r.spans) for r in rows) <= MAX_TIPS
+    tips: list[str] = []
+    merged: dict[str, list[tuple[float, float, float]]] = defaultdict(list)
+    for index, row in enumerate(rows):
+        y = len(rows) - 1 - index
+        for span in row.spans:
+            x0, x1 = _x(max(span.start, start)), _x(min(span.end, end))
+            if x1 <= x0:
+                continue
+            if not per_span:
+                merged[span.state].append((x0, x1, y))
+                continue
+            bar = Rectangle((x0, y - 0.38), x1 - x0, 0.76, color=_state_colour(span.state))
+            bar.set_gid(f"tip-{len(tips)}")
+            tips.append(span.tooltip)
+            axes.add_patch(bar)
+    # Thousands of spans: one shape per state, or drawing them would take seconds.
+    for state, bars in sorted(merged.items()):
+        shape = PathPatch(_bars_path(bars), facecolor=_state_colour(state), edgecolor="none")
+        shape.set_gid(f"tip-{len(tips)}")
+        tips.append(f"{state}: {len(bars)} spans")
+        shape.set_transform(axes.transData)
+        axes.add_artist(shape)  # not add_patch: the limits are set, and measuring them is slow
+    axes.set_yticks(range(len(rows)), [plain(_short(r.label)) for r in reversed(rows)], fontsize=9)
+    axes.set_ylim(-0.6, max(len(rows), 1) - 0.4)
+    axes.grid(axis="y", visible=False)
+    if not rows:
+        axes.text(0.5, 0.5, "No systems to show.", transform=axes.transAxes, ha="center")
+    handles = [Patch(color=_state_colour(s), label=s) for s in states]
+    figure.suptitle(plain(title), fontsize=12, fontweight="bold")
+    figure.legend(
+        handles=handles, loc="outside lower center", ncols=len(handles), fontsize=9, frameon=False
     )
-    return "".join(out)
+    return _svg(figure, axes, title, (start, end), tips)
 
 
-@dataclass(frozen=True)
-class _TimeAxis:
-    """``[start, end]`` in seconds drawn from pixel ``left`` to ``right``."""
-
-    left: float
-    right: float
-    start: float
-    end: float
-
-    def x(self, t: float) -> float:
-        return self.left + (t - self.start) * (self.right - self.left) / (self.end - self.start)
+def _bars_path(bars: Sequence[tuple[float, float, float]]) -> Path:
+    """One path of many bars ``(x0, x1, row)``."""
+    vertices: list[tuple[float, float]] = []
+    for x0, x1, y in bars:
+        lo, hi = y - 0.38, y + 0.38
+        vertices += [(x0, lo), (x1, lo), (x1, hi), (x0, hi), (x0, lo)]
+    codes = [Path.MOVETO, Path.LINETO, Path.LINETO, Path.LINETO, Path.CLOSEPOLY] * len(bars)
+    return Path(vertices, codes)
 
 
-def _gantt_row(row: GanttRow, index: int, y: float, axis: _TimeAxis, room: int) -> str:
-    label = row.label if len(row.label) <= room else row.label[: max(room - 1, 1)] + "…"
-    out = [f'<g class="row" data-label="{text(row.label)}">']
-    if index % 2:
-        out.append(
-            f'<rect x="{axis.left:.1f}" y="{y:.1f}" width="{axis.right - axis.left:.1f}" '
-            f'height="{ROW_HEIGHT:.0f}" fill="#f6f6f6"/>'
-        )
-    out.append(
-        f'<text x="{axis.left - 6:.1f}" y="{y + 13:.1f}" text-anchor="end" fill="#333">'
-        f"<title>{text(row.label)}</title>{text(label)}</text>"
-    )
-    for span in row.spans:
-        x0, x1 = axis.x(max(span.start, axis.start)), axis.x(min(span.end, axis.end))
-        if x1 - x0 < 0.05:
-            continue
-        out.append(
-            f'<rect x="{x0:.2f}" y="{y + 2:.1f}" width="{x1 - x0:.2f}" height="{BAR:.0f}" '
-            f'fill="{_state_colour(span.state)}" data-state="{text(span.state)}">'
-            f"<title>{text(span.tooltip)}</title></rect>"
-        )
-    out.append("</g>")
-    return "".join(out)
+def _short(label: str, room: int = 28) -> str:
+    return label if len(label) <= room else label[: room - 1] + "…"
+
+
+def _state_colour(state: str) -> str:
+    return USAGE_COLOURS.get(state, OTHER_COLOUR)
 
 
 # --- shared pieces ---------------------------------------------------------------------
 
 
-def _open(title: str, height: float) -> str:
-    return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="labq-chart" role="img" '
-        f'aria-label="{text(title)}" width="{WIDTH}" height="{height:.0f}" '
-        f'viewBox="0 0 {WIDTH} {height:.0f}" style="max-width:100%;height:auto">'
-        f"<title>{text(title)}</title>"
+def _figure(height: float, width: float = WIDTH_IN) -> tuple[Figure, Axes]:
+    figure = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
+    axes = figure.add_subplot()
+    axes.grid(color="#e4e4e4", linewidth=0.8)
+    axes.set_axisbelow(True)
+    for side in ("top", "right"):
+        axes.spines[side].set_visible(False)
+    return figure, axes
+
+
+def _x(seconds: float) -> float:
+    """Epoch seconds as matplotlib's date numbers (days since 1970-01-01)."""
+    return seconds / DAY
+
+
+def _time_axis(axes: Axes, window: tuple[float, float]) -> None:
+    start, end = window
+    if not end > start:
+        raise ValueError(f"the window ends ({utc(end)}) before it starts ({utc(start)})")
+    locator = mdates.AutoDateLocator(tz=UTC, minticks=4, maxticks=8)  # type: ignore[no-untyped-call]
+    # The date (or year) the ticks share is written once at the axis' end, with the zone.
+    offsets = ["UTC", "%Y UTC", "%Y-%m UTC", "%Y-%m-%d UTC", "%Y-%m-%d UTC", "%Y-%m-%d %H:%M UTC"]
+    formatter = mdates.ConciseDateFormatter(  # type: ignore[no-untyped-call]
+        locator,
+        tz=UTC,
+        formats=["%Y", "%b", "%d %b", "%H:%M", "%H:%M", "%H:%M:%S"],
+        zero_formats=["", "%Y", "%b %Y", "%d %b", "%H:%M", "%H:%M"],
+        offset_formats=offsets,
     )
-
-
-def _title(title: str) -> str:
-    return (
-        f'<text x="{WIDTH / 2:.0f}" y="22" text-anchor="middle" font-family="system-ui, '
-        f'sans-serif" font-size="15" font-weight="600" fill="#222">{text(title)}</text>'
-    )
-
-
-def _empty(title: str, message: str) -> str:
-    return (
-        f"{_open(title, 120)}{_title(title)}"
-        f'<text class="empty" x="{WIDTH / 2:.0f}" y="72" text-anchor="middle" {FONT} '
-        f'fill="#666">{text(message)}</text></svg>'
-    )
-
-
-def _time_axis(ticks: Iterable[float], x_of: _Scale, top: float, bottom: float) -> str:
-    listed = list(ticks)
-    out = [f'<g class="x-axis" {FONT} text-anchor="middle" fill="#333">']
-    for tick, (upper, lower) in zip(listed, time_labels(listed), strict=True):
-        x = x_of(tick)
-        out.append(
-            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top:.1f}" y2="{bottom + 4:.1f}" '
-            f'stroke="#e4e4e4"/><text x="{x:.1f}" y="{bottom + 18:.1f}">{text(upper)}</text>'
-        )
-        if lower:
-            out.append(f'<text x="{x:.1f}" y="{bottom + 32:.1f}">{text(lower)}</text>')
-    out.append("</g>")
-    return "".join(out)
-
-
-def _legend(items: Sequence[tuple[str, str, str]], *, swatch: bool = False) -> tuple[str, float]:
-    """Legend entries wrapped into rows across the chart; the SVG and its height."""
-    out = [f'<g class="legend" {FONT} fill="#333">']
-    x, y = 70.0, 0.0
-    for colour, dash, name in items:
-        width = 30 + len(name) * CHAR_WIDTH + 18
-        if x + width > WIDTH - 20 and x > 70:
-            x, y = 70.0, y + 18
-        if swatch:
-            mark = f'<rect x="{x:.1f}" y="{y + 3:.1f}" width="22" height="10" fill="{colour}"/>'
-        else:
-            dashed = f' stroke-dasharray="{dash}"' if dash else ""
-            mark = (
-                f'<line x1="{x:.1f}" x2="{x + 22:.1f}" y1="{y + 8:.1f}" y2="{y + 8:.1f}" '
-                f'stroke="{colour}" stroke-width="2"{dashed}/>'
-            )
-        out.append(f'{mark}<text x="{x + 28:.1f}" y="{y + 12:.1f}">{text(name)}</text>')
-        x += width
-    out.append("</g>")
-    return "".join(out), y + 18
-
-
-def _colour(index: int) -> str:
-    return PALETTE[index % len(PALETTE)]
+    axes.xaxis.set_major_locator(locator)
+    axes.xaxis.set_major_formatter(formatter)
+    axes.set_xlim(_x(start), _x(end))
 
 
 def _dash(index: int) -> str:
     return DASHES[(index // len(PALETTE)) % len(DASHES)]
 
 
-def _state_colour(state: str) -> str:
-    return USAGE_COLOURS.get(state, OTHER_COLOUR)
+def _svg(
+    figure: Figure, axes: Axes, title: str, window: tuple[float, float], tips: Sequence[str]
+) -> str:
+    """The figure as an SVG element to put in a page: ids of its own, the window on it."""
+    out = io.StringIO()
+    figure.savefig(out, format="svg", metadata={"Date": None, "Creator": None})
+    lo, hi = axes.get_xlim()
+    ticks = [t * DAY for t in axes.get_xticks() if lo - 1e-9 <= t <= hi + 1e-9]
+    svg = out.getvalue()
+    svg = svg[svg.index("<svg") :]
+    svg = re.sub(r"<metadata>.*?</metadata>", "", svg, count=1, flags=re.S)
+    # Several charts share one page: each one's ids must be its own.
+    prefix = f"c{next(_ids)}-"
+    svg = re.sub(r'(id="|url\(#|href="#)', rf"\g<1>{prefix}", svg)
+    for index, tip in enumerate(tips):
+        svg = svg.replace(
+            f'<g id="{prefix}tip-{index}">',
+            f'<g id="{prefix}tip-{index}" class="tip"><title>{text(tip)}</title>',
+            1,
+        )
+    svg = svg.replace("'DejaVu Sans'", "'DejaVu Sans', system-ui, sans-serif")
+    start, end = window
+    attributes = (
+        f'<svg class="labq-chart" role="img" aria-label="{text(title)}" '
+        f'data-window-start="{_iso(start)}" data-window-end="{_iso(end)}" '
+        f'data-x-ticks="{" ".join(_iso(t) for t in ticks)}" '
+        f'preserveAspectRatio="xMinYMin meet" style="max-width:100%;height:auto" '
+    )
+    svg = svg.replace("<svg ", attributes, 1)
+    return svg.replace(">", f"><title>{text(title)}</title>", 1)
+
+
+def _iso(seconds: float) -> str:
+    return datetime.fromtimestamp(round(seconds), UTC).isoformat()

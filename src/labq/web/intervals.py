@@ -1,7 +1,7 @@
 """The interval a chart or a utilisation figure covers, as the reader chose it.
 
 A form gives either a recent span (``last=6h``) or a ``start`` and an ``end``
-(``2026-01-31T14:00``, read as UTC, as every time on the pages is). A bad value
+(``2026-01-31 14:00``, read as UTC, as every time on the pages is). A bad value
 is not an error page: the default interval is shown with a message saying why.
 """
 
@@ -20,7 +20,7 @@ SPANS: Final = {
 }
 DEFAULT_SPAN: Final = "6h"
 LONGEST: Final = timedelta(days=366)
-FORM_FORMAT: Final = "%Y-%m-%dT%H:%M"
+FORM_FORMAT: Final = "%Y-%m-%d %H:%M"  # what the form fields show: UTC, 24-hour
 
 
 @dataclass(frozen=True)
@@ -33,12 +33,12 @@ class Interval:
 
     @property
     def start_field(self) -> str:
-        """The start as a ``datetime-local`` form field wants it."""
+        """The start as the form shows it (UTC, 24-hour)."""
         return self.start.strftime(FORM_FORMAT)
 
     @property
     def end_field(self) -> str:
-        """The end as a ``datetime-local`` form field wants it."""
+        """The end as the form shows it (UTC, 24-hour)."""
         return self.end.strftime(FORM_FORMAT)
 
 
@@ -75,7 +75,7 @@ def _moment(text: str | None, name: str) -> datetime:
         moment = datetime.fromisoformat(text.strip())
     except ValueError:
         raise ValueError(
-            f"the {name} {text!r} is not a date and time like 2026-01-31T14:00"
+            f"the {name} {text!r} is not a UTC date and time like 2026-01-31 14:00"
         ) from None
     if moment.tzinfo is None:
         return moment.replace(tzinfo=UTC)

@@ -66,9 +66,10 @@ def _context(rows: list[dict[str, Any]], filters: QueueFilters) -> dict[str, Any
     given = filters.given()
     return {
         "rows": rows,
-        "by_lab": sorted(Counter(r["lab"] or "any lab" for r in rows).items()),
+        "by_lab": sorted(Counter(r["lab"] or "not placed" for r in rows).items()),
         "holding": sum(1 for r in rows if r["hold"] != "none"),
         "blocked": sum(1 for r in rows if r["waits_for"]),
+        "in_all": any(" in all)" in (r["reason"] or "") for r in rows),  # explained under it
         "filters": given,
         "live_query": ("?" + urlencode(given)) if given else "",
         "states": WAITING_STATES,

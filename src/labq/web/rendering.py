@@ -61,8 +61,9 @@ def duration(seconds: float | None) -> str:
     hours, left = divmod(left, 3600)
     minutes, secs = divmod(left, 60)
     parts = [(days, "d"), (hours, "h"), (minutes, "min"), (secs, "s")]
-    shown = [f"{n} {unit}" for n, unit in parts if n][:2]
-    return " ".join(shown) or "0 s"
+    # a number stays on the line of its unit: "29 s" never wraps into "29" and "s"
+    shown = [f"{n}\u00a0{unit}" for n, unit in parts if n][:2]
+    return " ".join(shown) or "0\u00a0s"
 
 
 def between(start: datetime | None, end: datetime | None) -> str:

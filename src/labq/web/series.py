@@ -5,8 +5,9 @@
   :func:`labq.domain.usage.utilisation` and of ``Repository.utilisation``;
 - the queue: how many recipe sets were queued (submitted, not yet started, not
   ended) at the end of each bucket, and the mean wait of the sets that started
-  in it, from each set's ``submitted_at`` / ``started_at`` / ``finished_at`` —
-  the times its recipes' moves stamped (the recipe history has the same moves);
+  in it or still wait at its end, from each set's ``submitted_at`` /
+  ``started_at`` / ``finished_at`` — the times its recipes' moves stamped (the
+  recipe history has the same moves);
 - a timeline of systems from the usage history, for the Gantt chart.
 
 Each function is one read transaction and a few queries, whatever the number of
@@ -84,14 +85,15 @@ def utilisation_over_time(
 def queue_over_time(
     engine: Engine, *, start: datetime, end: datetime, buckets: int = 48
 ) -> tuple[list[Series], list[Series]]:
-    """``(queue length, mean wait)``, one series each, named ``all``.
+    """``(queue length, mean wait)``, one series each, named ``all``, a point at each bucket's end.
 
-    Queue length: sets submitted and neither started nor ended at each bucket's
-    end (retry clones count from when they were made). Mean wait: seconds from
-    submission to start of the sets that started in the bucket, at its middle;
-    a bucket in which none started has no point. A queued set belongs to no lab
-    until it holds systems, and the database keeps no history of holds, so the
-    queue is not split by lab.
+    Queue length: sets submitted and neither started nor ended at the bucket's
+    end (retry clones count from when they were made). Mean wait: over the sets
+    that started in the bucket (submission to start) and those still waiting at
+    its end (submission to then), so a queue that does not move shows a wait
+    that grows; a bucket with neither has no point. A queued set belongs to no
+    lab until it holds systems, and the database keeps no history of holds, so
+    the queue is not split by lab.
     """
     lo, hi = _interval(start, end, buckets)
     left = RecipeSets.started_at.is_not(None)
@@ -104,26 +106,30 @@ def queue_over_time(
     )
     with reading(engine) as repo:
         sets = repo.conn.execute(stmt).all()
-    submitted = sorted(epoch(s.submitted_at) for s in sets)
-    # when each set left the queue: it started, or ended without starting
-    ended = (s.started_at or s.finished_at for s in sets)
-    gone = sorted(epoch(moment) for moment in ended if moment is not None)
+    # (submitted, when it left the queue: it started, or ended without starting; None: not yet)
+    stays = [
+        (
+            epoch(s.submitted_at),
+            None if (gone := s.started_at or s.finished_at) is None else epoch(gone),
+            s.started_at is not None,
+        )
+        for s in sets
+    ]
+    submitted = sorted(s for s, _, _ in stays)
+    gone = sorted(g for _, g, _ in stays if g is not None)
     width = (hi - lo) / buckets
-    queued = []
+    queued, waits = [], []
     for index in range(buckets):
-        at = lo + (index + 1) * width
+        b0, at = lo + index * width, lo + (index + 1) * width
         queued.append((at, float(bisect_right(submitted, at) - bisect_right(gone, at))))
-    waits: list[list[float]] = [[] for _ in range(buckets)]
-    for s in sets:
-        if s.started_at is not None:
-            began = epoch(s.started_at)
-            index = min(buckets - 1, math.floor((began - lo) / width))
-            if began < hi:
-                waits[index].append(began - epoch(s.submitted_at))
-    mean_wait = tuple(
-        (lo + (index + 0.5) * width, sum(w) / len(w)) for index, w in enumerate(waits) if w
-    )
-    return [Series(ALL, tuple(queued))], [Series(ALL, mean_wait)]
+        waited = [
+            (at if g is None or g > at else g) - s
+            for s, g, began in stays
+            if s <= at and (g is None or g > at or (began and b0 < g))
+        ]
+        if waited:
+            waits.append((at, sum(waited) / len(waited)))
+    return [Series(ALL, tuple(queued))], [Series(ALL, tuple(waits))]
 
 
 def system_timeline(

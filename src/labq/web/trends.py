@@ -2,7 +2,8 @@
 
 Utilisation per pool and per lab, queue length and mean wait, and a Gantt
 timeline of every system. The series come from :mod:`labq.web.series` and are
-drawn as inline SVG by :mod:`labq.web.charts`: no script, no network.
+drawn as inline SVG by :mod:`labq.web.charts` (matplotlib, on the server): no
+script, no network. Every chart spans the interval chosen, whatever its data.
 """
 
 from __future__ import annotations
@@ -40,12 +41,23 @@ def charts_page(
     by_lab = utilisation_over_time(app.engine, by="lab", start=begin, end=finish, now=now)
     lengths, waits = queue_over_time(app.engine, start=begin, end=finish)
     timeline = system_timeline(app.engine, start=begin, end=finish)
+    window = (epoch(begin), epoch(finish))
     charts = [
-        line_chart(by_pool, title="Utilisation per pool", y_label="busy share", y_max=1.0),
-        line_chart(by_lab, title="Utilisation per lab", y_label="busy share", y_max=1.0),
-        line_chart(lengths, title="Queue length", y_label="waiting sets"),
-        line_chart(waits, title="Mean wait", y_label="seconds"),
-        gantt_chart(timeline, start=epoch(begin), end=epoch(finish), title="Systems over time"),
+        line_chart(
+            by_pool, title="Utilisation per pool", y_label="busy share", y_max=1.0, window=window
+        ),
+        line_chart(
+            by_lab, title="Utilisation per lab", y_label="busy share", y_max=1.0, window=window
+        ),
+        line_chart(lengths, title="Queue length", y_label="waiting sets", window=window),
+        line_chart(
+            waits,
+            title="Mean wait (started and still waiting)",
+            y_label="wait",
+            window=window,
+            durations=True,
+        ),
+        gantt_chart(timeline, start=window[0], end=window[1], title="Systems over time"),
     ]
     return page(
         request,

@@ -70,7 +70,12 @@ def usage_page(
     series = hours_over_time(
         chosen, found.served, found.busy, found.pools, epoch(interval.start), epoch(interval.end)
     )
-    chart = line_chart(series, title=f"System-hours per {chosen}", y_label="system-hours")
+    chart = line_chart(
+        series,
+        title=f"System-hours per {chosen}",
+        y_label="system-hours",
+        window=(epoch(interval.start), epoch(interval.end)),
+    )
     return page(
         request,
         "usage.html",

@@ -24,9 +24,9 @@ from labq.sim.metrics import measure
 from labq.sim.report import metric_rows
 from labq.sim.runner import Run, simulate
 from labq.sim.scenario import parse_scenario, with_config
-from labq.sim.whatif import by_group, by_pool, fidelity
-from labq.store import reading
-from labq.web.charts import Series, line_chart
+from labq.sim.whatif import SHOWN, Miss, by_group, by_pool, fidelity
+from labq.store import epoch, reading
+from labq.web.charts import Series, line_chart, span_of
 from labq.web.rendering import PREFIX, page
 from labq.web.route import PageRoute
 from labq.web.session import FormSessionDep, SessionDep
@@ -34,6 +34,7 @@ from labq.web.session import FormSessionDep, SessionDep
 router = APIRouter(route_class=PageRoute, include_in_schema=False)
 SETTINGS_LIMIT: Final = 20_000
 EXAMPLE: Final = "holds: {per_lab: 0}\n"
+FORMAT: Final = 2  # of last.json: 2 keeps epoch seconds, not ISO text and offsets
 
 
 def _last(app: AppState) -> Path:
@@ -46,7 +47,9 @@ def _moment(text: str) -> datetime | None:
     try:
         return datetime.fromisoformat(text.strip())
     except ValueError:
-        raise ApiError(422, f"{text!r} is not a time (YYYY-MM-DDTHH:MM)", place="since") from None
+        raise ApiError(
+            422, f"{text!r} is not a time (YYYY-MM-DD HH:MM, UTC)", place="since"
+        ) from None
 
 
 @router.get("/whatif")
@@ -55,6 +58,8 @@ def whatif_page(request: Request, app: StateDep, session: SessionDep) -> Respons
     require_admin(session.user)
     last = _last(app)
     shown = json.loads(last.read_text()) if last.exists() else None
+    if shown is not None and shown.get("format") != FORMAT:
+        shown = None  # kept by an older labq, which wrote offsets where dates belong
     charts = [Markup(svg) for svg in shown["charts"]] if shown else []  # noqa: S704 - ours
     return page(
         request,
@@ -117,17 +122,25 @@ def whatif_compare(
 
 
 def comparison(runs: list[Run], start: datetime, end: datetime, settings: str) -> dict[str, Any]:
-    """What the page shows of a comparison: tables, fidelity and SVG charts."""
+    """What the page shows of a comparison: tables, fidelity and SVG charts.
+
+    A replay counts time in seconds from the window's start: every moment shown
+    is turned back into a date, and every duration into its units.
+    """
+    t0, t1 = epoch(start), epoch(end)
     metrics = [dict(metric_rows(measure(run.world))) for run in runs]
     groups = {run.policy: by_group(run) for run in runs}
     pools = {run.policy: by_pool(run) for run in runs}
-    found = fidelity(runs[0])
+    current = runs[0]
+    found = fidelity(current)
+    attempts = list(current.world.sets.values())
+    retries = sum(1 for a in attempts if a.attempt > 1)
     waits = [
         Series(
             run.policy,
             tuple(
                 sorted(
-                    (a.submitted, (a.started_at or a.submitted) - a.submitted)
+                    (t0 + a.submitted, a.started_at - a.submitted)
                     for a in run.world.sets.values()
                     if a.started_at is not None
                 )
@@ -135,16 +148,44 @@ def comparison(runs: list[Run], start: datetime, end: datetime, settings: str) -
         )
         for run in runs
     ]
+    chart = line_chart(
+        waits,
+        title="Wait of each set by submit time",
+        y_label="wait",
+        window=(t0, t1),
+        durations=True,
+    )
     return {
-        "since": start.isoformat(),
-        "until": end.isoformat(),
+        "format": FORMAT,
+        "since": t0,
+        "until": t1,
         "settings": settings,
         "policies": [run.policy for run in runs],
         "metrics": [[name, *(m[name] for m in metrics)] for name in metrics[0]],
         "groups": _cells(groups),
         "pools": _cells(pools),
-        "fidelity": found.as_json(),
-        "charts": [line_chart(waits, title="Wait of each set by submit time", y_label="seconds")],
+        "fidelity": {
+            **found.as_json(),
+            "attempts": len(attempts),
+            "retries": retries,
+            "not_started": len(attempts) - retries - found.sets,
+            "misses": [_miss(m, t0) for m in found.misses[:SHOWN]],
+            "more_misses": max(0, len(found.misses) - SHOWN),
+        },
+        "charts": [chart],
+    }
+
+
+def _miss(miss: Miss, t0: float) -> dict[str, Any]:
+    """A set replayed off its recorded start, with dates instead of offsets."""
+    late = None if miss.replayed is None else miss.replayed - miss.recorded
+    return {
+        "set": f"{miss.job} set {miss.index}",
+        "recorded": t0 + miss.recorded,
+        "replayed": None if miss.replayed is None else t0 + miss.replayed,
+        "off": None if late is None else ("+" if late >= 0 else "−") + span_of(abs(late)),
+        "systems": ", ".join(s or "?" for s in miss.systems),
+        "ran": ", ".join(s or "?" for s in miss.ran),
     }
 
 
@@ -158,7 +199,7 @@ def _cells(per_run: dict[str, Any]) -> list[list[str]]:
             row.append(
                 "-"
                 if one is None
-                else f"{one.mean_wait:.0f} s / {one.mean_bounded_slowdown:.2f} / {one.retries}"
+                else f"{span_of(one.mean_wait)} / {one.mean_bounded_slowdown:.2f} / {one.retries}"
             )
         rows.append(row)
     return rows
