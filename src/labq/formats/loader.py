@@ -35,24 +35,24 @@ def parse_job(
     """Parse a job document of any supported format into the canonical model, within ``limits``."""
     if fmt == "auto":
         fmt = detect_format(text)
-    spec = _parse(text, source, fmt, limits.depth)
-    check_counts(spec, limits, source=source)
+    spec = _parse(text, source, fmt, limits)
+    check_counts(spec, limits, source=source)  # what the readers could not see, e.g. guests
     return spec
 
 
-def _parse(text: str, source: str, fmt: Format, depth: int) -> JobSpec:
+def _parse(text: str, source: str, fmt: Format, limits: Limits) -> JobSpec:
     if fmt == "beaker":
         from labq.formats.beaker_xml import parse_beaker
 
-        return parse_beaker(text, source=source, max_depth=depth)
+        return parse_beaker(text, source=source, limits=limits)
     if fmt == "teuthology":
         from labq.formats.teuthology import parse_teuthology
 
-        return parse_teuthology(text, source=source, max_depth=depth)
+        return parse_teuthology(text, source=source, limits=limits)
     if fmt == "native":
         from labq.formats.native import parse_native
 
-        return parse_native(text, source=source, max_depth=depth)
+        return parse_native(text, source=source, limits=limits)
     raise InputError(f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})")
 
 

@@ -19,8 +19,9 @@ from typing import Any, Final
 from labq.domain.job import JobSpec
 from labq.domain.priority import Priority
 from labq.errors import InputError
+from labq.formats.limits import Limits, native_lists, teuthology_lists
 from labq.formats.origins import Origins
-from labq.formats.source import MAX_DEPTH, DocPath, LineMap, format_path, load_yaml
+from labq.formats.source import DocPath, LineMap, format_path, load_yaml
 from labq.formats.teuthology_merge import MergeError, merge_override
 from labq.formats.teuthology_tasks import COMMAND_TASKS, TaskReader
 
@@ -45,13 +46,17 @@ def priority_level(number: int) -> Priority:
     raise ValueError(f"priority must be at least 1, not {number}")
 
 
-def parse_teuthology(text: str, *, source: str, max_depth: int = MAX_DEPTH) -> JobSpec:
+def parse_teuthology(text: str, *, source: str, limits: Limits | None = None) -> JobSpec:
     """Read a teuthology job document into a validated JobSpec, or raise InputError."""
-    data, lines = load_yaml(text, source=source, max_depth=max_depth)
-    return teuthology_job(data, source=source, lines=lines)
+    limits = limits or Limits()
+    lists = teuthology_lists(limits)
+    data, lines = load_yaml(text, source=source, max_depth=limits.depth, lists=lists)
+    return teuthology_job(data, source=source, lines=lines, limits=limits)
 
 
-def teuthology_job(data: object, *, source: str, lines: LineMap | None = None) -> JobSpec:
+def teuthology_job(
+    data: object, *, source: str, lines: LineMap | None = None, limits: Limits | None = None
+) -> JobSpec:
     """A teuthology config (one document, or fragments already deep-merged) as a JobSpec.
 
     ``lines`` maps places of ``data`` to lines of ``source`` for error messages;
@@ -59,7 +64,11 @@ def teuthology_job(data: object, *, source: str, lines: LineMap | None = None) -
     """
     origins = Origins(source)
     reader = _Reader(source, lines or LineMap(), origins)
-    return origins.validate(reader.job(data))
+    job = reader.job(data)
+    # every recipe runs each non-exec entry: 30,000 entries on 50 machines would be
+    # 1.5 million tasks to validate before check_counts refused them
+    native_lists(limits or Limits()).check(job, source=source, lines=origins.lines)
+    return origins.validate(job)
 
 
 class _Reader:
