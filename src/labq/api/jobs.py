@@ -104,7 +104,9 @@ def submit_job(
     text = decode_document(body, source="job", limit=limits.document_bytes)
     if chosen == "auto":
         chosen = detect_format(text)
-    spec = pin_ref(parse_job(text, source="job", fmt=chosen, limits=limits))
+    with app.documents.turn(len(body)):  # parsed on this worker thread, large ones in turn
+        spec = parse_job(text, source="job", fmt=chosen, limits=limits)
+    spec = pin_ref(spec)
     check_tag(job_tag(spec.metadata, app.settings.retention.default), app.settings.retention.tags)
     with transaction(app.engine) as repo:
         job_id = store_job(repo, caller, spec, chosen, now=app.clock(), source=text)
