@@ -122,6 +122,10 @@ def test_json_lines_are_found_when_an_error_needs_them() -> None:
     _, lines = load_json('{"a":\n {"b": [1,\n 2]}}', source="doc.json")
     assert lines.line_of(("a", "b", 1)) == 3
     assert lines.line_of(("a",)) == 1
+    # JSON that YAML cannot re-read is still read; its errors name the place only
+    data, lines = load_json('{"a": "\\ud83d\\ude00\ue900",\n "b": 1}', source="doc.json")
+    assert data == {"a": "\U0001f600\ue900", "b": 1}
+    assert lines.line_of(("b",)) is None
 
 
 @pytest.mark.parametrize(
@@ -175,4 +179,4 @@ def test_a_list_past_its_limit_is_refused_after_reading_one_item_more() -> None:
     assert caught.value.problem == (
         "4 or more tasks is more than the limit of 3 (limits.tasks_per_recipe)"
     )
-    assert (caught.value.place, caught.value.line) == ("recipe_sets[0].recipes[0].tasks", 4)
+    assert (caught.value.place, caught.value.line) == ("recipe_sets[0].recipes[0].tasks", 3)

@@ -116,7 +116,10 @@ def load_json(
     def fill(lines: LineMap, wanted: DocPath) -> None:
         # Characters YAML refuses (C0/C1 controls) may sit in JSON strings; the lines stay put.
         printable = yaml.reader.Reader.NON_PRINTABLE.sub("?", text)
-        reader = YamlReader(printable, source=source, max_depth=max_depth, build=False)
+        try:
+            reader = YamlReader(printable, source=source, max_depth=max_depth, build=False)
+        except InputError:
+            return  # surrogate escapes beside private-use characters: no lines, still a job
         # the lines read before a problem (e.g. past MAX_NODES) are kept
         with contextlib.suppress(InputError, TooDeepError, yaml.YAMLError):
             reader.read(until=wanted)

@@ -303,7 +303,8 @@ class YamlReader:
         if isinstance(top.value, list):
             if top.limit is not None and len(top.value) >= top.limit.limit:
                 assert top.path is not None
-                raise top.limit.refusal(top.path, source=self.source, line=top.line)
+                line = self.lines.line_of(top.path)  # its key's line, as other errors say
+                raise top.limit.refusal(top.path, source=self.source, line=line)
             top.value.append(value)
             return
         if top.key is _NO_KEY:
