@@ -114,8 +114,9 @@ def test_validate_holds_a_job_to_the_settings_limits(labq, tmp_path):
     refused = labq("validate", "--config", str(settings), str(job))
     assert refused.returncode == 2
     assert refused.stderr.strip() == (
-        f"labq: {job}: recipe_sets[0].recipes[0].tasks: 4 tasks is more than the limit"
-        " of 3 (limits.tasks_per_recipe)"
+        # the reading stops at the first task past the limit: the rest is never read
+        f"labq: {job}:3: recipe_sets[0].recipes[0].tasks: 4 or more tasks is more than the"
+        " limit of 3 (limits.tasks_per_recipe)"
     )
     from_env = labq("validate", str(job), env={"LABQ_CONFIG": str(settings)})
     assert from_env.returncode == 2

@@ -11,6 +11,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from labq.store import transaction
 from tests.api.conftest import API, Lab, submit
@@ -199,3 +201,93 @@ def test_an_integral_float_is_an_integer_as_the_schema_says(
 ) -> None:
     answer = _send(lab, "POST", "/tokens", json={"name": "ci", "expires_in": value})
     assert answer.status_code == status, answer.text
+
+
+TEUTHOLOGY = {"roles": [["client.0"]], "tasks": [{"install": None}]}
+
+
+def _post_teuthology(lab: Lab, text: str) -> Any:
+    headers = {**lab.auth("root"), "Content-Type": "application/yaml"}
+    return lab.client.post(f"{API}/jobs?format=teuthology", content=text, headers=headers)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        json.dumps({**TEUTHOLOGY, "description": "a \U0001f600 b"}),  # ASCII: \ud83d\ude00
+        'roles: [[client.0]]\ntasks: [{install: }]\ndescription: "a \\ud83d\\ude00 b"\n',
+        'roles: [[client.0]]\ntasks: [{install: }]\ndescription: "a \\uD83D\\uDE00 b"\n',
+    ],
+    ids=["json", "yaml", "yaml-upper"],
+)
+def test_a_surrogate_pair_escape_is_the_character_it_encodes(any_lab: Lab, text: str) -> None:
+    answer = _post_teuthology(any_lab, text)
+    assert answer.status_code == 201, answer.text
+    assert any_lab.get(f"/jobs/{answer.json()['id']}").json()["whiteboard"] == "a \U0001f600 b"
+
+
+def test_a_surrogate_escape_outside_double_quotes_is_kept_as_written(any_lab: Lab) -> None:
+    """In plain and single-quoted YAML a backslash is itself: nothing is joined there."""
+    text = (
+        "roles: [[client.0]]\ntasks: [{install: }]\n"
+        "description: 'a \\ud83d\\ude00'\nname: \\ud83d\\ude00 \"\\ud83d\"\n"
+    )
+    answer = _post_teuthology(any_lab, text)
+    assert answer.status_code == 201, answer.text
+    job = any_lab.get(f"/jobs/{answer.json()['id']}").json()
+    assert job["whiteboard"] == "a \\ud83d\\ude00"
+    assert job["metadata"]["name"] == '\\ud83d\\ude00 "\\ud83d"'
+
+
+# a character no database stores: NUL, or half of a UTF-16 pair without its other half
+UNSTORABLE = st.sampled_from(["\x00", "\ud800", "\udbff", "\udc00", "\udfff"])
+
+
+def _hostile(text: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    fill = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=5)
+    return st.builds(lambda a, bad, b: a + bad + b, fill, text, fill)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    key=_hostile(UNSTORABLE),
+    where=st.sampled_from(["key", "value"]),
+    fmt=st.sampled_from(["teuthology", "native"]),
+)
+def test_unstorable_text_anywhere_is_422_naming_the_place(
+    any_lab: Lab, key: str, where: str, fmt: str
+) -> None:
+    """Hypothesis puts a NUL or a lone surrogate (as a JSON escape) in a nested key or value."""
+    inner = {key: "x"} if where == "key" else {"k": key}
+    if fmt == "teuthology":
+        job: dict[str, Any] = {**TEUTHOLOGY, "overrides": {"ceph": {"conf": inner}}}
+        place = "overrides.ceph.conf" + ("" if where == "key" else ".k")
+        answer = _post_teuthology(any_lab, json.dumps(job))
+    else:
+        job = json.loads(_json_job(metadata={"a": [inner]}))
+        place = "metadata.a[0]" + ("" if where == "key" else ".k")
+        answer = _post_job(any_lab, json.dumps(job), "application/json")
+    error = _refused(answer, 422)
+    assert error["place"] == place
+    assert "NUL" in error["message"] or "lone surrogate" in error["message"]
+    assert error["line"] == 1
+    assert any_lab.get("/jobs").json()["total"] == 0
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(text=st.text(st.characters(codec="utf-8", exclude_characters="\x00"), min_size=1))
+def test_any_storable_text_round_trips_through_a_teuthology_job(any_lab: Lab, text: str) -> None:
+    """What can be stored is stored as sent, whether written as escapes or as itself."""
+    job = {**TEUTHOLOGY, "description": text, "overrides": {"ceph": {text: text}}}
+    for ascii_only in (True, False):
+        answer = _post_teuthology(any_lab, json.dumps(job, ensure_ascii=ascii_only))
+        if answer.status_code != 201:  # e.g. C1 controls: YAML refuses them, with the place
+            assert answer.status_code == 422, answer.text
+            assert answer.json()["error"]["line"] is not None
+            continue
+        stored = any_lab.get(f"/jobs/{answer.json()['id']}").json()
+        assert stored["whiteboard"] == text

@@ -20,6 +20,7 @@ from sqlalchemy import Engine
 from labq.api.auth import caller, require_admin
 from labq.api.errors import ApiError
 from labq.api.events import Events, WorkBell
+from labq.api.gate import DocumentGate
 from labq.config import Settings
 from labq.domain.model import User
 from labq.store import Credential
@@ -38,6 +39,7 @@ class AppState:
     events: Events
     clock: Clock
     bell: WorkBell = field(default_factory=WorkBell)  # rung when sets start for lab agents
+    documents: DocumentGate = field(default_factory=DocumentGate)  # large ones parsed in turn
 
 
 def app_state(request: Request) -> AppState:

@@ -106,7 +106,8 @@ def submit_job(
     text = decode_document(body, source="job", limit=limits.document_bytes)
     if chosen == "auto":
         chosen = detect_format(text)
-    parsed, origins = read_job(text, source="job", fmt=chosen, limits=limits)
+    with app.documents.turn(len(body)):  # parsed on this worker thread, large ones in turn
+        parsed, origins = read_job(text, source="job", fmt=chosen, limits=limits)
     spec = pin_ref(parsed)
     check_tag(job_tag(spec.metadata, app.settings.retention.default), app.settings.retention.tags)
     with transaction(app.engine) as repo:

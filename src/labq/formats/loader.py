@@ -44,24 +44,24 @@ def read_job(
     parsed (can any system run it?) name the line and place the person wrote."""
     if fmt == "auto":
         fmt = detect_format(text)
-    spec, origins = _parse(text, source, fmt, limits.depth)
-    check_counts(spec, limits, source=source)
+    spec, origins = _parse(text, source, fmt, limits)
+    check_counts(spec, limits, source=source)  # what the readers could not see, e.g. guests
     return spec, origins
 
 
-def _parse(text: str, source: str, fmt: Format, depth: int) -> tuple[JobSpec, Origins]:
+def _parse(text: str, source: str, fmt: Format, limits: Limits) -> tuple[JobSpec, Origins]:
     if fmt == "beaker":
         from labq.formats.beaker_xml import read_beaker
 
-        return read_beaker(text, source=source, max_depth=depth)
+        return read_beaker(text, source=source, limits=limits)
     if fmt == "teuthology":
         from labq.formats.teuthology import read_teuthology
 
-        return read_teuthology(text, source=source, max_depth=depth)
+        return read_teuthology(text, source=source, limits=limits)
     if fmt == "native":
         from labq.formats.native import read_native
 
-        return read_native(text, source=source, max_depth=depth)
+        return read_native(text, source=source, limits=limits)
     raise InputError(f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})")
 
 

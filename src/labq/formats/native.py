@@ -8,21 +8,21 @@ from pydantic import ValidationError
 
 from labq.domain.job import JobSpec
 from labq.errors import InputError
+from labq.formats.limits import Limits, native_lists
 from labq.formats.origins import Origins
-from labq.formats.source import MAX_DEPTH, LineMap, load_json, load_yaml, validation_error
+from labq.formats.source import LineMap, load_json, load_yaml, validation_error
 
 
-def parse_native(text: str, *, source: str, max_depth: int = MAX_DEPTH) -> JobSpec:
+def parse_native(text: str, *, source: str, limits: Limits | None = None) -> JobSpec:
     """Read and validate a native job document (YAML, or JSON when it starts with ``{``)."""
-    return read_native(text, source=source, max_depth=max_depth)[0]
+    return read_native(text, source=source, limits=limits)[0]
 
 
-def read_native(text: str, *, source: str, max_depth: int = MAX_DEPTH) -> tuple[JobSpec, Origins]:
+def read_native(text: str, *, source: str, limits: Limits | None = None) -> tuple[JobSpec, Origins]:
     """``parse_native``, and the lines of the document's places."""
-    if text.lstrip().startswith("{"):
-        data, lines = load_json(text, source=source, max_depth=max_depth)
-    else:
-        data, lines = load_yaml(text, source=source, max_depth=max_depth)
+    limits = limits or Limits()
+    load = load_json if text.lstrip().startswith("{") else load_yaml
+    data, lines = load(text, source=source, max_depth=limits.depth, lists=native_lists(limits))
     return validate_native(data, source=source, lines=lines), Origins(source, lines)
 
 

@@ -1,18 +1,20 @@
 """Reading job documents safely, and telling people where they went wrong.
 
 Every reader here refuses oversized input, YAML alias bombs, duplicate keys,
-documents nested deeper than a limit, numbers beyond 64 bits, non-finite
-floats and NUL characters (no database stores one), and keeps a map from
+documents nested deeper than a limit, lists longer than a job's limits (while
+reading), numbers beyond 64 bits, non-finite floats, NUL characters and lone
+UTF-16 surrogates (no database stores them), and keeps a map from
 document paths to line numbers so that an error found later (by validation)
 can still name the line.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -20,38 +22,18 @@ import yaml
 from pydantic import ValidationError
 
 from labq.errors import InputError
+from labq.formats.bounds import ListLimits
+from labq.formats.lines import DocPath as DocPath  # defined there, read from here too
+from labq.formats.lines import LineMap as LineMap
+from labq.formats.lines import format_path as format_path
+from labq.formats.yamltree import MAX_DIGITS as _MAX_DIGITS
+from labq.formats.yamltree import TooDeepError, YamlReader, read_yaml
 
 MAX_DOCUMENT_BYTES: Final = 1024 * 1024
-MAX_YAML_NODES: Final = 100_000
 MAX_DEPTH: Final = 64  # the default of ``limits.depth``
 INT64: Final = 2**63
-_MAX_DIGITS: Final = 24  # longer numerals are refused before Python converts them
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _JSON_NESTING: Final = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
-
-DocPath = tuple[str | int, ...]
-
-
-class LineMap:
-    """Line numbers of the places in a parsed document."""
-
-    def __init__(self) -> None:
-        self._lines: dict[DocPath, int] = {}
-
-    def add(self, path: DocPath, line: int) -> None:
-        """Remember that ``path`` starts on ``line`` (1-based)."""
-        self._lines.setdefault(path, line)
-
-    def under(self, prefix: DocPath) -> Iterator[DocPath]:
-        """The known paths inside ``prefix``, in the order they were added (the document's)."""
-        return (p for p in self._lines if p[: len(prefix)] == prefix)
-
-    def line_of(self, path: DocPath) -> int | None:
-        """The line of ``path``, or of its nearest known parent."""
-        for end in range(len(path), -1, -1):
-            line = self._lines.get(path[:end])
-            if line is not None:
-                return line
-        return None
 
 
 def read_document(path: str | Path, *, limit: int = MAX_DOCUMENT_BYTES) -> str:
@@ -79,59 +61,48 @@ def decode_document(data: bytes, *, source: str, limit: int = MAX_DOCUMENT_BYTES
         raise InputError(f"is not UTF-8 text (byte {exc.start})", source=source) from None
 
 
-def format_path(path: DocPath) -> str:
-    """``('recipe_sets', 0, 'recipes')`` as ``recipe_sets[0].recipes``."""
-    out = ""
-    for part in path:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
-    return out
-
-
 # --- YAML and JSON -----------------------------------------------------------
 
 
-def load_yaml(text: str, *, source: str, max_depth: int = MAX_DEPTH) -> tuple[Any, LineMap]:
-    """Parse one YAML document into plain data and a line map."""
-    data, lines = _yaml_tree(text, source, max_depth)
+def load_yaml(
+    text: str, *, source: str, max_depth: int = MAX_DEPTH, lists: ListLimits | None = None
+) -> tuple[Any, LineMap]:
+    """Parse one YAML document into plain data and a line map, within ``lists``' limits."""
+    data, lines = _yaml_tree(text, source, max_depth, lists)
     _check_values(data, (), source, lines)
     return data, lines
 
 
-def _yaml_tree(text: str, source: str, max_depth: int) -> tuple[Any, LineMap]:
+def _yaml_tree(
+    text: str, source: str, max_depth: int, lists: ListLimits | None, *, build: bool = True
+) -> tuple[Any, LineMap]:
     try:
-        loader = _Loader(text, max_depth)
-    except yaml.reader.ReaderError as exc:
-        at = text.count("\n", 0, exc.position) + 1
-        raise InputError(_reader_problem(exc), source=source, line=at) from None
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            raise InputError("the document is empty", source=source)
-        _check_node_count(node, source)
-        lines = LineMap()
-        _map_lines(node, (), lines, source)
-        data = loader.construct_document(node)
-    except _TooDeepError as exc:
+        return read_yaml(text, source=source, max_depth=max_depth, lists=lists, build=build)
+    except TooDeepError as exc:
         raise _too_deep(max_depth, source, exc.line) from None
     except yaml.reader.ReaderError as exc:
-        raise InputError(_reader_problem(exc), source=source) from None
+        # libyaml counts the position in bytes of UTF-8
+        at = text.encode("utf-8", "surrogatepass")[: exc.position].count(b"\n") + 1
+        raise InputError(_reader_problem(exc), source=source, line=at) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
         problem = exc.problem or exc.context or "cannot be parsed"
+        if problem.startswith("exceeded maximum nesting depth"):  # libyaml's own limit
+            raise _too_deep(max_depth, source, line) from None
         raise InputError(f"malformed YAML: {problem}", source=source, line=line) from None
     except yaml.YAMLError as exc:
         raise InputError(f"malformed YAML: {exc}", source=source) from None
-    finally:
-        loader.dispose()
-    return data, lines
 
 
-def load_json(text: str, *, source: str, max_depth: int = MAX_DEPTH) -> tuple[Any, LineMap]:
-    """Parse a JSON document; lines come from reading it again as YAML where that works."""
+def load_json(
+    text: str, *, source: str, max_depth: int = MAX_DEPTH, lists: ListLimits | None = None
+) -> tuple[Any, LineMap]:
+    """Parse a JSON document, within ``lists``' limits.
+
+    Lines come from reading it again as YAML, only when an error needs one: the
+    json module reads a megabyte in milliseconds, a second reading costs more.
+    """
     _check_json_depth(text, max_depth, source)
     try:
         data = json.loads(text, object_pairs_hook=_unique_keys, parse_int=_json_int)
@@ -141,20 +112,25 @@ def load_json(text: str, *, source: str, max_depth: int = MAX_DEPTH) -> tuple[An
         raise InputError(f"duplicate key {exc.key!r}", source=source) from None
     except _NumberError as exc:
         raise InputError(exc.problem, source=source, line=_line_of(text, exc.numeral)) from None
-    try:
+
+    def fill(lines: LineMap, wanted: DocPath | None) -> None:
         # Characters YAML refuses (C0/C1 controls) may sit in JSON strings; the lines stay put.
         printable = yaml.reader.Reader.NON_PRINTABLE.sub("?", text)
-        _, lines = _yaml_tree(printable, source, max_depth)
-    except InputError:
-        lines = LineMap()
+        try:
+            reader = YamlReader(printable, source=source, max_depth=max_depth, build=False)
+        except InputError:
+            return  # surrogate escapes beside private-use characters: no lines, still a job
+        # the lines read before a problem (e.g. past MAX_NODES) are kept
+        with contextlib.suppress(InputError, TooDeepError, yaml.YAMLError):
+            reader.read(until=wanted)
+        for path, line in reader.lines.items():
+            lines.add(path, line)
+
+    lines = LineMap(fill)
+    if lists is not None:
+        lists.check(data, source=source, lines=lines)
     _check_values(data, (), source, lines)
     return data, lines
-
-
-class _TooDeepError(Exception):
-    def __init__(self, line: int):
-        super().__init__(line)
-        self.line = line
 
 
 class _NumberError(ValueError):
@@ -163,37 +139,6 @@ class _NumberError(ValueError):
         self.numeral = numeral
         self.problem = f"the number {shown} is out of range (64-bit integers at most)"
         super().__init__(self.problem)
-
-
-class _Loader(yaml.SafeLoader):
-    """The safe loader, refusing nesting past ``max_depth`` before it recurses into it,
-    and numerals too long to be 64-bit integers before Python converts them."""
-
-    def __init__(self, text: str, max_depth: int):
-        super().__init__(text)
-        self.max_depth = max_depth
-        self.depth = 0
-
-    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
-        self.depth += 1
-        try:
-            if self.depth > self.max_depth:
-                event = self.peek_event()  # type: ignore[no-untyped-call]
-                raise _TooDeepError(event.start_mark.line + 1)
-            return super().compose_node(parent, index)
-        finally:
-            self.depth -= 1
-
-    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
-        numeral = str(node.value).replace("_", "")
-        if len(numeral) > _MAX_DIGITS:
-            raise yaml.constructor.ConstructorError(
-                None, None, _NumberError(numeral).problem, node.start_mark
-            )
-        return super().construct_yaml_int(node)
-
-
-_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
 
 
 def _reader_problem(exc: yaml.reader.ReaderError) -> str:
@@ -234,28 +179,43 @@ def _line_of(text: str, numeral: str) -> int | None:
 
 
 def _check_values(data: Any, path: DocPath, source: str, lines: LineMap) -> None:
-    """Refuse what no database stores: NUL characters, numbers past 64 bits, NaN, infinity."""
-    problem = None
-    if isinstance(data, str) and "\x00" in data:
-        problem = "must not contain a NUL character"
-    elif isinstance(data, bool):
-        return
-    elif isinstance(data, int) and not -INT64 <= data < INT64:
-        problem = _NumberError(str(data)).problem
-    elif isinstance(data, float) and not math.isfinite(data):
-        problem = f"must be a finite number, not {data}"
-    elif isinstance(data, Mapping):
-        for key, value in data.items():
-            if isinstance(key, str) and "\x00" in key:
-                problem = f"the key {key!r} must not contain a NUL character"
-                break
-            _check_values(value, (*path, str(key)), source, lines)
-    elif isinstance(data, list):
-        for index, item in enumerate(data):
-            _check_values(item, (*path, index), source, lines)
-    if problem is not None:
-        place = format_path(path)
-        raise InputError(problem, source=source, place=place, line=lines.line_of(path))
+    """Refuse what no database stores: NUL characters, lone UTF-16 surrogates (half a
+    character, which UTF-8 cannot encode), numbers past 64 bits, NaN, infinity."""
+    pending: list[tuple[Any, DocPath]] = [(data, path)]
+    while pending:
+        value, at = pending.pop()
+        problem = None
+        if isinstance(value, str):
+            problem = _text_problem(value)
+        elif isinstance(value, bool):
+            continue
+        elif isinstance(value, int) and not -INT64 <= value < INT64:
+            problem = _NumberError(str(value)).problem
+        elif isinstance(value, float) and not math.isfinite(value):
+            problem = f"must be a finite number, not {value}"
+        elif isinstance(value, Mapping):
+            for key, item in value.items():
+                if isinstance(key, str) and (wrong := _text_problem(key)) is not None:
+                    line = lines.line_of((*at, key))  # the key's own line
+                    problem = f"the key {key!r} {wrong}"
+                    raise InputError(problem, source=source, place=format_path(at), line=line)
+                pending.append((item, (*at, str(key))))
+        elif isinstance(value, list | tuple | set | frozenset):
+            pending.extend((item, (*at, i)) for i, item in enumerate(value))
+        if problem is not None:
+            raise InputError(problem, source=source, place=format_path(at), line=lines.line_of(at))
+
+
+def _text_problem(text: str) -> str | None:
+    if "\x00" in text:
+        return "must not contain a NUL character"
+    lone = _SURROGATE.search(text)
+    if lone is not None:
+        return (
+            f"must not contain the lone surrogate U+{ord(lone.group()):04X} "
+            "(half of a UTF-16 pair: not a character)"
+        )
+    return None
 
 
 class _DuplicateKeyError(ValueError):
@@ -271,54 +231,6 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             raise _DuplicateKeyError(key)
         out[key] = value
     return out
-
-
-def _check_node_count(root: yaml.Node, source: str) -> None:
-    """Refuse documents whose aliases expand past MAX_YAML_NODES (a "billion laughs")."""
-    expanded: dict[int, int] = {}
-
-    def size(node: yaml.Node) -> int:
-        known = expanded.get(id(node))
-        if known is not None:
-            return known
-        expanded[id(node)] = 1  # guards against recursive aliases
-        total = 1
-        if isinstance(node, yaml.SequenceNode):
-            total += sum(size(child) for child in node.value)
-        elif isinstance(node, yaml.MappingNode):
-            total += sum(size(k) + size(v) for k, v in node.value)
-        expanded[id(node)] = total
-        if total > MAX_YAML_NODES:
-            raise InputError(
-                f"the document expands to more than {MAX_YAML_NODES} nodes (an alias bomb?)",
-                source=source,
-                line=node.start_mark.line + 1,
-            )
-        return total
-
-    size(root)
-
-
-def _map_lines(node: yaml.Node, path: DocPath, lines: LineMap, source: str) -> None:
-    lines.add(path, node.start_mark.line + 1)
-    if isinstance(node, yaml.MappingNode):
-        seen: set[object] = set()
-        for key_node, value_node in node.value:
-            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
-            if key is not None:
-                if key in seen:
-                    raise InputError(
-                        f"duplicate key {key!r}",
-                        source=source,
-                        place=format_path(path),
-                        line=key_node.start_mark.line + 1,
-                    )
-                seen.add(key)
-                lines.add((*path, key), key_node.start_mark.line + 1)
-                _map_lines(value_node, (*path, key), lines, source)
-    elif isinstance(node, yaml.SequenceNode):
-        for index, child in enumerate(node.value):
-            _map_lines(child, (*path, index), lines, source)
 
 
 # --- validation errors -------------------------------------------------------

@@ -19,8 +19,9 @@ from typing import Any, Final
 from labq.domain.job import JobSpec
 from labq.domain.priority import Priority
 from labq.errors import InputError
+from labq.formats.limits import Limits, native_lists, teuthology_lists
 from labq.formats.origins import Origins
-from labq.formats.source import MAX_DEPTH, DocPath, LineMap, format_path, load_yaml
+from labq.formats.source import DocPath, LineMap, format_path, load_yaml
 from labq.formats.teuthology_merge import MergeError, merge_override
 from labq.formats.teuthology_tasks import COMMAND_TASKS, TaskReader
 
@@ -45,30 +46,39 @@ def priority_level(number: int) -> Priority:
     raise ValueError(f"priority must be at least 1, not {number}")
 
 
-def parse_teuthology(text: str, *, source: str, max_depth: int = MAX_DEPTH) -> JobSpec:
+def parse_teuthology(text: str, *, source: str, limits: Limits | None = None) -> JobSpec:
     """Read a teuthology job document into a validated JobSpec, or raise InputError."""
-    return read_teuthology(text, source=source, max_depth=max_depth)[0]
+    return read_teuthology(text, source=source, limits=limits)[0]
 
 
 def read_teuthology(
-    text: str, *, source: str, max_depth: int = MAX_DEPTH
+    text: str, *, source: str, limits: Limits | None = None
 ) -> tuple[JobSpec, Origins]:
     """``parse_teuthology``, and where each part of the job came from in the YAML."""
-    data, lines = load_yaml(text, source=source, max_depth=max_depth)
-    origins = Origins(source)
-    reader = _Reader(source, lines, origins)
-    return origins.validate(reader.job(data)), origins
+    limits = limits or Limits()
+    lists = teuthology_lists(limits)
+    data, lines = load_yaml(text, source=source, max_depth=limits.depth, lists=lists)
+    return _read_job(data, source, lines, limits)
 
 
-def teuthology_job(data: object, *, source: str, lines: LineMap | None = None) -> JobSpec:
+def teuthology_job(
+    data: object, *, source: str, lines: LineMap | None = None, limits: Limits | None = None
+) -> JobSpec:
     """A teuthology config (one document, or fragments already deep-merged) as a JobSpec.
 
     ``lines`` maps places of ``data`` to lines of ``source`` for error messages;
     without it errors name the place only. Raises InputError.
     """
+    return _read_job(data, source, lines or LineMap(), limits or Limits())[0]
+
+
+def _read_job(data: object, source: str, lines: LineMap, limits: Limits) -> tuple[JobSpec, Origins]:
     origins = Origins(source)
-    reader = _Reader(source, lines or LineMap(), origins)
-    return origins.validate(reader.job(data))
+    job = _Reader(source, lines, origins).job(data)
+    # every recipe runs each non-exec entry: 30,000 entries on 50 machines would be
+    # 1.5 million tasks to validate before check_counts refused them
+    native_lists(limits).check(job, source=source, lines=origins.lines)
+    return origins.validate(job), origins
 
 
 class _Reader:

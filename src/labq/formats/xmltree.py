@@ -59,15 +59,17 @@ def load_xml(text: str, *, source: str, max_depth: int = MAX_DEPTH) -> XmlDoc:
 
 
 def _check_depth(doc: XmlDoc, limit: int) -> None:
-    """Refuse elements nested past ``limit`` (the readers recurse once per level)."""
-    pending = [(doc.root, 1)]
-    while pending:
-        el, depth = pending.pop()
-        if depth > limit:
-            raise doc.error(
-                el, f"the document is nested deeper than the limit of {limit} levels (limits.depth)"
-            )
-        pending.extend((child, depth + 1) for child in el)
+    """Refuse elements nested past ``limit`` (the readers recurse once per level).
+
+    Asked of lxml in XPath (C): a walk in Python made an object per element, 0.3 s
+    of CPU for a document of 60,000 elements before any limit could refuse it.
+    """
+    deeper = doc.root.xpath("(/" + "*/" * limit + "*)[1]")
+    if isinstance(deeper, list) and deeper and isinstance(deeper[0], etree._Element):
+        raise doc.error(
+            deeper[0],
+            f"the document is nested deeper than the limit of {limit} levels (limits.depth)",
+        )
 
 
 class XmlDoc:
