@@ -13,7 +13,7 @@ import pytest
 
 from labq.api import jobs
 from labq.formats.limits import Limits
-from labq.formats.loader import parse_job
+from labq.formats.loader import read_job
 from tests.api.conftest import API, Lab, open_lab
 
 
@@ -74,11 +74,11 @@ def test_an_oversized_job_is_refused_in_a_fraction_of_a_cpu_second(
     def timed(*args: Any, **kwargs: Any) -> Any:
         started = time.thread_time()
         try:
-            return parse_job(*args, **kwargs)
+            return read_job(*args, **kwargs)
         finally:
             spent.append(time.thread_time() - started)
 
-    monkeypatch.setattr(jobs, "parse_job", timed)
+    monkeypatch.setattr(jobs, "read_job", timed)
     media, text = OVERSIZED[kind]
     assert len(text.encode()) < Limits().document_bytes
     status, error = _post(default_lab, text, media)
