@@ -30,7 +30,8 @@ def export(
         IsoTime | None, Query(description="start (ISO 8601; default 30 days ago)")
     ] = None,
     until: Annotated[IsoTime | None, Query(description="end (ISO 8601; default now)")] = None,
-    lab: Annotated[list[Name] | None, Query(description="only these labs (repeat)")] = None,
+    # [] rather than None: FastAPI copies it per request, and the schema is a plain array
+    lab: Annotated[list[Name], Query(description="only these labs (repeat)")] = [],  # noqa: B006
     anonymise: bool = False,
 ) -> Response:
     """Every job submitted in the window with its measured durations and outcomes, the labs,
