@@ -8,6 +8,7 @@ no file system holds.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -193,6 +194,46 @@ def test_405_names_every_method_the_path_answers(lab: Lab) -> None:
         "PUT is not allowed on /api/v1/jobs; it answers GET, POST"
     )
     assert _send(lab, "PATCH", "/jobs/1").headers["allow"] == "GET"
+
+
+def test_a_literal_path_answers_only_its_methods_though_a_parameter_would_match_it(
+    lab: Lab,
+) -> None:
+    """GET /jobs/cancel is not GET /jobs/{job_id}; PATCH /systems/summary no system's PATCH."""
+    for method, url, allowed in (
+        ("GET", "/jobs/cancel", "POST"),
+        ("OPTIONS", "/jobs/priority", "POST"),
+        ("PATCH", "/systems/summary", "GET"),
+    ):
+        answer = lab.client.request(method, API + url)  # no token: 405 comes first
+        assert answer.status_code == 405, (method, url)
+        assert answer.headers["allow"] == allowed
+        assert answer.json()["error"]["message"] == (
+            f"{method} is not allowed on /api/v1{url}; it answers {allowed}"
+        )
+    job = submit(lab)
+    assert _send(lab, "GET", f"/jobs/{job}").status_code == 200  # the parameter's own paths
+    assert _send(lab, "GET", "/jobs/abc").status_code == 422
+
+
+def test_every_path_refuses_the_methods_its_document_does_not_list(lab: Lab) -> None:
+    paths: dict[str, dict[str, Any]] = lab.client.get("/openapi.json").json()["paths"]
+    for path, item in paths.items():
+        listed = [m for m in ("GET", "POST", "PUT", "PATCH", "DELETE") if m.lower() in item]
+        url = re.sub(r"\{[^}]*\}", "1", path)
+        for method in ("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"):
+            if method not in listed:
+                answer = lab.client.request(method, url, headers=lab.auth("root"))
+                assert answer.status_code == 405, (method, path)
+                assert answer.headers["allow"] == ", ".join(listed), (method, path)
+
+
+def test_a_time_in_a_query_is_iso_8601_not_a_number(lab: Lab) -> None:
+    for value in ("-1.3e-182", "1700000000", "nan"):
+        refused = _refused(lab.get("/usage", until=value), 422)
+        assert refused["place"] == "until"
+        assert "ISO 8601" in refused["message"]
+    assert lab.get("/usage", until="2026-11-24T00:00:00Z").status_code == 200
 
 
 @pytest.mark.parametrize(("value", "status"), [(3600.0, 201), (3600.5, 422), (True, 422)])

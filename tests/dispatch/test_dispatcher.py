@@ -13,6 +13,7 @@ from labq.dispatch import containment
 from labq.dispatch.dispatcher import Dispatcher, is_supervisor
 from labq.dispatch.procs import process_alive
 from labq.domain.states import RecipeState
+from labq.domain.stops import supervisor_ended
 
 from .test_supervisor import Lab, lab, sqlite_template, task_running, wait_for
 
@@ -238,11 +239,36 @@ def test_a_killed_supervisor_takes_every_task_process_with_it(
         d.shutdown()
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_a_supervisor_killed_by_sigkill_is_reported_killed_by_it(
+    lab: Lab, mode: containment.Mode
+) -> None:
+    """The supervisor itself, not its keeper: the keeper ends as its child did, quietly."""
+    set_id = lab.started_set({"tasks": [{"name": "long", "run": "sleep 60"}]})
+    finished = Finished()
+    d = dispatcher(lab, finished, mode)
+    pid = d.start(set_id, lab.claim(set_id))
+    try:
+        wait_for(lambda: task_running(lab, set_id), what="the task to run")
+        os.kill(_supervisor_itself(pid), signal.SIGKILL)
+        assert finished.next() == (set_id, -signal.SIGKILL)
+    finally:
+        d.shutdown()
+    assert supervisor_ended(-signal.SIGKILL).startswith("the supervisor was killed (by SIGKILL)")
+    output = (lab.logs(set_id) / "supervisor-output.log").read_text()
+    assert "Traceback" not in output
+
+
+def _supervisor_itself(pid: int) -> int:
+    """The supervisor the dispatcher watches as ``pid`` (inside a PID namespace: its first
+    child, the keeper's)."""
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return int(children[0]) if _keeps_a_namespace(pid) and children else pid
+
+
 def _freeze(pid: int) -> None:
     """SIGSTOP the supervisor itself (inside a PID namespace: its first child)."""
-    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    target = int(children[0]) if _keeps_a_namespace(pid) and children else pid
-    os.kill(target, signal.SIGSTOP)
+    os.kill(_supervisor_itself(pid), signal.SIGSTOP)
 
 
 def _keeps_a_namespace(pid: int) -> bool:

@@ -97,6 +97,8 @@ def test_a_dead_supervisor_aborts_its_recipes_and_the_set_is_retried(engine):
     with transaction(engine) as repo:
         sets = repo.load_job(job_id).sets
         assert sets[0].recipes[0].state is RecipeState.ABORTED
+        why = repo.recipe_history(sets[0].recipes[0].id)[-1].reason
+        assert why == "the supervisor was killed (by SIGKILL) before the recipe ended"
         assert len(sets) == 2
         assert sets[1].retry_of == first
         ran_on = sets[0].recipes[0].system

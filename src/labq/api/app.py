@@ -18,6 +18,7 @@ from labq.api import (
     health,
     jobs,
     labs,
+    literals,
     locks,
     logtail,
     metrics,
@@ -41,7 +42,7 @@ from labq.api.guard import Guard
 from labq.config import Settings
 from labq.web import site
 
-PREFIX = "/api/v1"
+PREFIX = openapi.PREFIX
 
 
 def utc_now() -> datetime:
@@ -102,5 +103,6 @@ def create_app(
     site.install(app)  # the web UI under /ui
     errors.install(app)
     openapi.install(app)
+    app.add_middleware(literals.LiteralPaths, document=app.openapi)  # 405 on GET /jobs/cancel
     app.add_middleware(Guard, max_body_bytes=settings.limits.document_bytes)
     return app

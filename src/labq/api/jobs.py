@@ -56,7 +56,11 @@ DOCUMENT: Final = {"type": "string", "description": "docs/job-format*.md"}
 JOB_BODY = {
     "requestBody": {
         "required": True,
-        "description": "a job document: native JSON/YAML, Beaker XML or Teuthology YAML",
+        "description": (
+            "a job document: native JSON/YAML, Beaker XML or Teuthology YAML. The schema is"
+            " only its outer shape: what the document must hold is its format's (a native one"
+            " needs recipe_sets, so {} is refused with 422 naming it; docs/job-format.md)"
+        ),
         "content": {
             media: {"schema": {"type": "object"} if media == "application/json" else DOCUMENT}
             for media in MEDIA_FORMATS
@@ -226,7 +230,15 @@ def job_history(job_id: RowId, app: StateDep, _: UserDep) -> dict[str, Any]:
     return {"id": job_id, "recipes": recipes}
 
 
-@router.get("/{job_id}/results", responses=answers(404, 422))
+RESULTS_ANSWER: Final[dict[int | str, dict[str, Any]]] = {
+    200: {
+        "description": "the results as JSON; with ?format=junit, as JUnit XML",
+        "content": {"application/json": {}, "application/xml": {"schema": {"type": "string"}}},
+    }
+}
+
+
+@router.get("/{job_id}/results", responses={**answers(404, 422), **RESULTS_ANSWER})
 def job_results(
     job_id: RowId,
     app: StateDep,

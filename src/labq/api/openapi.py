@@ -19,16 +19,40 @@ from labq.api.auth import READ_METHODS
 from labq.api.deps import admin, credential, dependants
 from labq.api.schemas import NUL_FREE
 
+PREFIX: Final = "/api/v1"  # the routers' (labq.api.app includes them under it)
+
 WHEN: Final[dict[int, str]] = {
     400: "the body is not valid JSON, or the URL holds a NUL character",
     401: "no valid token",
     403: "not allowed for this caller",
     404: "no such thing",
     409: "it exists already, or the state changed under the request",
-    413: "the body is over limits.document_bytes",
+    413: (
+        "the body is over limits.document_bytes, whatever it holds (an array past its"
+        " maxItems usually is: it is refused so before it is read)"
+    ),
     415: "the job document's Content-Type names no format",
-    422: "a parameter or the body is invalid (the answer names the place)",
+    422: (
+        "a parameter or the body is invalid (the answer names the place); also a well-shaped"
+        " one whose meaning is refused, where the operation says so"
+    ),
     503: "the database does not answer",
+}
+# Well-shaped requests these operations still refuse with 422, for a reason no schema states.
+MEANING_422: Final[dict[tuple[str, str], str]] = {
+    ("post", "/jobs"): "a job document that is not valid in its format (a native one without"
+    " recipe_sets, e.g. {}), or that asks for what no system has",
+    ("post", "/runs"): "a job of the run whose document is not valid in its format",
+    ("post", "/jobs/cancel"): "no job ids and no filter",
+    ("post", "/jobs/priority"): "no job ids and no filter",
+    ("get", "/usage"): "since not before until, or a window over ten years",
+    ("get", "/sim/export"): "since not before until, or a window over ten years",
+    ("patch", "/systems/{fqdn}"): "an inventory that does not describe a system",
+    ("post", "/locks/acquire"): "a lock level the settings do not know, or no set named",
+    ("post", "/locks/release"): "no locks named and not all: true",
+    ("post", "/filters"): "a predicate or rate that does not parse",
+    ("post", "/queue/pause"): "both until and for_s, or an until not in the future",
+    ("post", "/webhooks"): "a URL that is not http(s) with a host, or a user's and a group's",
 }
 _FASTAPI_422: Final = "Validation Error"
 ERROR_SCHEMA: Final = {
@@ -89,12 +113,21 @@ def install(app: FastAPI) -> None:
                         del operation["responses"]["422"]
                     for parameter in operation.get("parameters", []):
                         _nul_free(parameter.get("schema", {}))
+            _state_meaning_refusals(document.get("paths", {}))
             for name in ("HTTPValidationError", "ValidationError"):
                 document.get("components", {}).get("schemas", {}).pop(name, None)
             app.openapi_schema = document
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _state_meaning_refusals(paths: dict[str, dict[str, Any]]) -> None:
+    for (method, path), why in MEANING_422.items():
+        operation = paths.get(PREFIX + path, {}).get(method)
+        if operation is not None:
+            refusal = operation["responses"].setdefault("422", _error(422))
+            refusal["description"] = f"{WHEN[422]}; well-shaped but refused: {why}"
 
 
 def _nul_free(schema: dict[str, Any]) -> None:

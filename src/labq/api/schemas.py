@@ -7,6 +7,7 @@ value is a 422 naming the field, never a database error.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import (
@@ -38,6 +39,21 @@ def _no_nul(value: str) -> str:
     return value
 
 
+def _iso_8601(value: object) -> object:
+    """A time is an ISO 8601 string, as the document says (a number is no Unix time here)."""
+    if isinstance(value, int | float) or (isinstance(value, str) and _is_number(value)):
+        raise ValueError("must be an ISO 8601 date and time, not a number")
+    return value
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 class _NoNul:
     """Refuse NUL in a string, and say so in its JSON schema (so schema and validation agree)."""
 
@@ -57,6 +73,7 @@ class _NoNul:
 NUL_FREE: Final = r"^[^\u0000]*$"  # the JSON Schema pattern of a string without NUL
 INTEGRAL: Final = BeforeValidator(_integral)
 NO_NUL: Final = _NoNul()
+IsoTime = Annotated[datetime, BeforeValidator(_iso_8601)]
 
 RowId = Annotated[int, Field(ge=1, le=INT4_MAX), INTEGRAL]
 Offset = Annotated[int, Field(ge=0, le=INT4_MAX), INTEGRAL]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated
 
 import yaml
@@ -10,7 +9,7 @@ from fastapi import APIRouter, Query, Response
 
 from labq.api.deps import AdminDep, StateDep
 from labq.api.openapi import answers
-from labq.api.schemas import Name
+from labq.api.schemas import IsoTime, Name
 from labq.api.usage import window
 from labq.sim.export import export_scenario
 from labq.store import reading
@@ -28,10 +27,11 @@ def export(
     state: StateDep,
     _: AdminDep,
     since: Annotated[
-        datetime | None, Query(description="start (ISO 8601; default 30 days ago)")
+        IsoTime | None, Query(description="start (ISO 8601; default 30 days ago)")
     ] = None,
-    until: Annotated[datetime | None, Query(description="end (ISO 8601; default now)")] = None,
-    lab: Annotated[list[Name] | None, Query(description="only these labs (repeat)")] = None,
+    until: Annotated[IsoTime | None, Query(description="end (ISO 8601; default now)")] = None,
+    # [] rather than None: FastAPI copies it per request, and the schema is a plain array
+    lab: Annotated[list[Name], Query(description="only these labs (repeat)")] = [],  # noqa: B006
     anonymise: bool = False,
 ) -> Response:
     """Every job submitted in the window with its measured durations and outcomes, the labs,

@@ -11,6 +11,7 @@ from fastapi import APIRouter, Query
 from labq.api.deps import StateDep, UserDep
 from labq.api.errors import ApiError
 from labq.api.openapi import answers
+from labq.api.schemas import IsoTime
 from labq.domain.accounting import By, UsageRow, report
 from labq.store import reading
 
@@ -63,9 +64,9 @@ def get_usage(
     _: UserDep,
     by: Annotated[By, Query(description="what each row is")] = "group",
     since: Annotated[
-        datetime | None, Query(description="start (ISO 8601; default 30 days ago)")
+        IsoTime | None, Query(description="start (ISO 8601; default 30 days ago)")
     ] = None,
-    until: Annotated[datetime | None, Query(description="end (ISO 8601; default now)")] = None,
+    until: Annotated[IsoTime | None, Query(description="end (ISO 8601; default now)")] = None,
 ) -> dict[str, Any]:
     """System-hours used, jobs run, pass rate and mean wait per user, group, pool or lab."""
     start, end = window(since, until, state.clock())

@@ -30,6 +30,7 @@ MS_REC: Final = 16384
 MS_PRIVATE: Final = 1 << 18
 PR_SET_PDEATHSIG: Final = 1
 _PASSED: Final = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+_UNCATCHABLE: Final = (signal.SIGKILL, signal.SIGSTOP)
 
 
 class NamespaceError(OSError):
@@ -67,10 +68,19 @@ def run_as_init(child: Callable[[], int]) -> int:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     if os.WIFSIGNALED(status):
-        killed_by = os.WTERMSIG(status)
-        signal.signal(killed_by, signal.SIG_DFL)
-        os.kill(os.getpid(), killed_by)
+        return _die_by(os.WTERMSIG(status))
     return os.waitstatus_to_exitcode(status)
+
+
+def _die_by(signum: int) -> int:
+    """End the keeper by ``signum``, as its child ended; the shell's ``128 + signum`` in
+    the odd case where that signal's default action does not end a process."""
+    if signum not in _UNCATCHABLE:  # SIGKILL's disposition cannot be set, nor need be
+        signal.signal(signum, signal.SIG_DFL)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.kill(os.getpid(), signum)
+    return 128 + signum
 
 
 def _check(result: int, what: str) -> None:

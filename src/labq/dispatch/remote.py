@@ -31,7 +31,7 @@ from labq.dispatch.supervisor import load_plan
 from labq.domain.contention import LockNeeds
 from labq.domain.locktable import Outcome, declared_grants
 from labq.domain.states import RecipeState, Result, worst_result
-from labq.domain.stops import QUIET, stopped_state
+from labq.domain.stops import QUIET, stopped_state, supervisor_ended
 from labq.errors import ClaimLost, InputError, LabqError
 from labq.store import Repository, reading, transaction
 from labq.store.agents import AgentView
@@ -242,7 +242,7 @@ def end_set(
             state, reason = stopped_state(str(view.stop_reason)), str(view.stop_reason)
         else:
             state = RecipeState.ABORTED
-            reason = f"the supervisor exited (code {code}) before the recipe ended"
+            reason = supervisor_ended(code)
         for recipe in view.recipes:
             if not recipe.state.is_final:
                 repo.move_recipe(recipe.id, state, now=now, reason=reason)

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from labq.domain.states import Condition, RecipeState
-from labq.domain.stops import QUIET, stopped_state
+from labq.domain.stops import QUIET, stopped_state, supervisor_ended
 from labq.scheduler.core import Scheduler
 from labq.service import bridge, eligibility, repair, reservations
 from labq.service.actions import Actions
@@ -120,7 +120,7 @@ def finished(
     elif code is None:
         gone = "the supervisor was gone when the server looked"
     else:
-        gone = f"the supervisor exited (code {code}) before the recipe ended"
+        gone = supervisor_ended(code)
     outcomes, reason = _left_unfinished(view, gone)
     out = bridge.finish(repo, core, set_id, now=now, outcomes=outcomes, reason=reason)
     return out + _mark_broken(service, repo, core, view.recipes, now)
