@@ -46,7 +46,7 @@ class Entrance:
     def __init__(self, engine: Engine, clock: Callable[[], datetime]):
         self.engine = engine
         self.clock = clock
-        self._seen: dict[str, tuple[bool, float]] = {}  # digest -> (valid, until)
+        self._seen: dict[str, tuple[bool, float]] = {}  # kind + digest -> (valid, until)
         self._lock = threading.Lock()  # look_up runs in threads
 
     def at_once(self, head: Head) -> Verdict | None:
@@ -56,7 +56,7 @@ class Entrance:
             return _without_credential(head)
         digest = digest_of(secret)
         with self._lock:
-            seen = self._seen.get(digest)
+            seen = self._seen.get(_kind(head) + digest)
         if seen is None or seen[1] < time.monotonic():
             return None
         return Admit(digest) if seen[0] else _invalid(head)
@@ -75,8 +75,13 @@ class Entrance:
         with self._lock:
             if len(self._seen) >= REMEMBERED:
                 self._seen.clear()
-            self._seen[digest] = (valid, time.monotonic() + REMEMBER)
+            self._seen[_kind(head) + digest] = (valid, time.monotonic() + REMEMBER)
         return Admit(digest) if valid else _invalid(head)
+
+
+def _kind(head: Head) -> str:
+    """Which tokens the route takes: an agent's are no user's, nor the other way round."""
+    return "agent:" if head.path.startswith(AGENT) else "user:"
 
 
 def _credential(head: Head) -> str | None:

@@ -34,6 +34,7 @@ import logging
 import resource
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
+from http import HTTPStatus
 from typing import Any, Final, Protocol
 
 import h11
@@ -195,9 +196,18 @@ class GuardedH11(H11Protocol):
                 verdict = await self.loop.run_in_executor(None, doorman.look_up, head)
             refusal = self._admit(verdict)
             if refusal is not None:
-                await _answer(send, refusal)
+                self._turn_away(refusal)
                 return
         await self._application(scope, receive, send)
+
+    def _turn_away(self, refusal: Refuse) -> None:
+        """Answer a request whose body is not wanted, and close: the client may still be
+        sending it."""
+        if self.transport.is_closing():
+            return
+        self.cycle.disconnected = True  # uvicorn's cycle: nothing more is sent for it
+        self.transport.write(_raw_answer(refusal.status, refusal.message, refusal.headers))
+        self.transport.close()
 
     def _admit(self, verdict: Verdict) -> Refuse | None:
         """Take a share for an admitted body still arriving, and give it its full time."""
@@ -292,36 +302,22 @@ def _has_body(headers: Headers) -> bool:
     return False
 
 
-async def _answer(send: Any, refusal: Refuse) -> None:
-    """Send ``refusal`` through the ASGI cycle; ``connection: close`` makes uvicorn close."""
-    body = _error_body(refusal.status, refusal.message)
-    await send(
-        {
-            "type": "http.response.start",
-            "status": refusal.status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", b"%d" % len(body)),
-                (b"connection", b"close"),
-                *refusal.headers,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
-
-
 def _error_body(status: int, message: str) -> bytes:
     return json.dumps({"error": {"status": status, "message": message}}).encode()
 
 
-def _raw_answer(status: int, message: str) -> bytes:
+def _raw_answer(status: int, message: str, headers: Headers = ()) -> bytes:
+    """A whole answer that closes the connection, written without h11 or the access log:
+    refusing must cost the server as little as possible (floods are made of refusals)."""
     body = _error_body(status, message)
-    reason = {408: b"Request Timeout", 503: b"Service Unavailable"}[status]
-    head = (
-        b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\n"
-        b"content-length: %d\r\nconnection: close\r\n\r\n" % (status, reason, len(body))
-    )
-    return head + body
+    head = [
+        b"HTTP/1.1 %d %s" % (status, HTTPStatus(status).phrase.encode()),
+        b"content-type: application/json",
+        b"content-length: %d" % len(body),
+        b"connection: close",
+        *(name + b": " + value for name, value in headers),
+    ]
+    return b"\r\n".join(head) + b"\r\n\r\n" + body
 
 
 def protocol_class(limits: ConnectionLimits, doorman: Doorman | None = None) -> type[GuardedH11]:
