@@ -63,9 +63,11 @@ class Entrance:
 
     def look_up(self, head: Head) -> Verdict:
         """The verdict, reading the credential's row (called in a thread)."""
+        known = self.at_once(head)  # a lookup queued behind another of the same token
+        if known is not None:
+            return known
         secret = _credential(head)
-        if secret is None:
-            return _without_credential(head)
+        assert secret is not None  # at_once answers for a head without one
         with reading(self.engine) as repo:
             if head.path.startswith(AGENT):
                 valid = repo.agent_by_secret(secret) is not None

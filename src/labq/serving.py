@@ -12,10 +12,10 @@ keeps these rules:
   the few routes that take one without (the login form), which get
   ``header_timeout`` for it and a small share of the connections;
 - a credentialed body is read only while fewer than ``max_bodies`` bodies (and
-  ``bodies_per_credential`` of the same credential) are arriving, else 503 at
-  once; it must arrive within ``body_timeout`` seconds of its head, and after
-  ``body_grace`` seconds average at least ``body_min_rate`` bytes a second, or
-  the connection is closed;
+  ``bodies_per_credential`` of the same credential) are arriving; past that, it
+  gets a second to arrive whole (evictable meanwhile), else 503; it must arrive
+  within ``body_timeout`` seconds of its head, and after ``body_grace`` seconds
+  average at least ``body_min_rate`` bytes a second, or the connection is closed;
 - at most ``max_connections`` are open: a new one over the cap pushes out the
   connection that has waited longest for a request head, and when every one is
   busy with a request it is answered 503 and closed at once.
@@ -28,6 +28,7 @@ trickle heads or bodies.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import logging
@@ -44,6 +45,8 @@ log = logging.getLogger("labq.server")
 
 RESERVED_FDS: Final = 256  # the database, logs, supervisors' pipes: not for clients
 RECHECK: Final = 1.0  # seconds between looks at a body's rate once it keeps up
+OVERFLOW_WAIT: Final = 1.0  # seconds a body past its share has to come whole
+BODIES_BUSY: Final = "the server is busy: too many requests sending bodies; try again"
 Headers = Sequence[tuple[bytes, bytes]]
 
 
@@ -138,7 +141,7 @@ class _Book:
                 or self.by_credential[credential] >= limits.bodies_per_credential
             )
         if full:
-            return Refuse(503, "the server is busy: too many requests sending bodies; try again")
+            return Refuse(503, BODIES_BUSY)
         self.bodies[connection] = credential
         self.by_credential[credential] += 1
         return None
@@ -163,13 +166,14 @@ class GuardedH11(H11Protocol):
         self._pace: Any = None  # the next look at a body's rate
         self._body_from = 0.0  # when the body's head came, by the loop's clock
         self._body_bytes = 0
+        self._arrived: asyncio.Event | None = None  # set when a body past its share is in
         self._application, self.app = self.app, self._gated
         if len(self.connections) > self.book.limits.max_connections:
             victim = self.book.oldest_waiting(besides=self)
             if victim is None:
                 self._refuse(503, "the server is busy: too many connections; try again")
                 return
-            victim._refuse(408, "closed to make room: no request came")
+            victim._make_room()
         self._follow()
 
     def data_received(self, data: bytes) -> None:
@@ -194,7 +198,7 @@ class GuardedH11(H11Protocol):
             verdict = doorman.at_once(head)
             if verdict is None:
                 verdict = await self.loop.run_in_executor(None, doorman.look_up, head)
-            refusal = self._admit(verdict)
+            refusal = verdict if isinstance(verdict, Refuse) else await self._admit(verdict)
             if refusal is not None:
                 self._turn_away(refusal)
                 return
@@ -209,16 +213,27 @@ class GuardedH11(H11Protocol):
         self.transport.write(_raw_answer(refusal.status, refusal.message, refusal.headers))
         self.transport.close()
 
-    def _admit(self, verdict: Verdict) -> Refuse | None:
+    async def _admit(self, admitted: Admit) -> Refuse | None:
         """Take a share for an admitted body still arriving, and give it its full time."""
-        if isinstance(verdict, Refuse):
-            return verdict
         if self._phase != "body":
             return None  # the body is in already (or the client has gone)
-        refusal = self.book.take(self, verdict.credential)
-        if refusal is None and verdict.credential is not None:
-            self._arm(self._body_from + self.book.limits.body_timeout - self.loop.time())
-        return refusal
+        refusal = self.book.take(self, admitted.credential)
+        if refusal is None:
+            if admitted.credential is not None:
+                self._arm(self._body_from + self.book.limits.body_timeout - self.loop.time())
+            return None
+        # Past its share: a body that comes at once (in the next packet) needs none. It gets
+        # a moment, evictable like a connection waiting for a head.
+        arrived = self._arrived = asyncio.Event()
+        self.book.waiting[self] = None
+        try:
+            await asyncio.wait_for(arrived.wait(), OVERFLOW_WAIT)
+        except TimeoutError:
+            return refusal
+        finally:
+            self._arrived = None
+            self.book.waiting.pop(self, None)
+        return refusal if self.transport.is_closing() else None
 
     def _follow(self) -> None:
         """Arm the deadline of what this connection now waits for from its client."""
@@ -239,6 +254,8 @@ class GuardedH11(H11Protocol):
             return
         if self._phase == "body":
             self.book.give_back(self)
+            if self._arrived is not None:
+                self._arrived.set()
             if self._pace is not None:
                 self._pace.cancel()
                 self._pace = None
@@ -283,6 +300,13 @@ class GuardedH11(H11Protocol):
             self._refuse(408, "no complete request head in time")
         elif self._phase == "body":
             self.transport.close()  # the application sees the client gone
+
+    def _make_room(self) -> None:
+        """Close this connection, the one that waited longest, for a new one."""
+        if self._phase == "body":  # a body past its share, which did not come at once
+            self._turn_away(Refuse(503, BODIES_BUSY))
+        else:
+            self._refuse(408, "closed to make room: no request came")
 
     def _refuse(self, status: int, message: str) -> None:
         """Answer ``status`` on the raw socket (no request may have come) and close."""

@@ -5,9 +5,9 @@ Many connections trickle their requests; the server closes them after
 open (pushing out the longest waiting), serves a normal client all along, and
 its descriptors stay bounded. A body is read only with a valid credential in the
 head (401 at once without), credentialed bodies hold at most their share of the
-connections (503 at once past it), and a body slower than ``body_min_rate`` is
-cut off. ``bench/slow_clients.py`` is the long version (20,000 trickled heads;
-1,200 and 3,000 trickled bodies).
+connections (503 past it unless the body comes whole within a second), and a
+body slower than ``body_min_rate`` is cut off. ``bench/slow_clients.py`` is the
+long version (20,000 trickled heads; 1,200 and 3,000 trickled bodies).
 """
 
 from __future__ import annotations
@@ -201,7 +201,7 @@ def test_credentialed_bodies_hold_at_most_their_share(guarded: Running) -> None:
     socks: list[socket.socket] = []
     try:
         # 40 of each token: the first gets PER_CREDENTIAL in, the second what is left of
-        # the share; every other one 503 at once, its body unread
+        # the share; every other one 503 after a second, its body unread
         for token in (guarded.token, second):
             for _ in range(40):
                 socks.append(_connect(guarded.url, _body_head("/api/v1/labs", f"Bearer {token}")))
