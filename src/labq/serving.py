@@ -198,6 +198,8 @@ class GuardedH11(H11Protocol):
             verdict = doorman.at_once(head)
             if verdict is None:
                 verdict = await self.loop.run_in_executor(None, doorman.look_up, head)
+                if self._phase == "closed":
+                    return  # gone while its credential was looked up
             refusal = verdict if isinstance(verdict, Refuse) else await self._admit(verdict)
             if refusal is not None:
                 self._turn_away(refusal)
@@ -304,6 +306,8 @@ class GuardedH11(H11Protocol):
     def _make_room(self) -> None:
         """Close this connection, the one that waited longest, for a new one."""
         if self._phase == "body":  # a body past its share, which did not come at once
+            self.book.waiting.pop(self, None)
+            self.connections.discard(self)  # room now, not when the loop has closed it
             self._turn_away(Refuse(503, BODIES_BUSY))
         else:
             self._refuse(408, "closed to make room: no request came")
