@@ -29,8 +29,8 @@ from labq.store import reading
 from labq.store.tokens import digest_of
 
 API: Final = "/api/v1"
-AGENT: Final = "/api/v1/agent"
-PAGES: Final = "/ui"
+AGENT: Final = "/api/v1/agent/"  # the agents' own calls (not /api/v1/agents, the registry)
+PAGES: Final = "/ui/"
 SESSION_COOKIE: Final = "labq_session"  # labq.web.session.COOKIE (the web is not imported here)
 OPEN: Final = frozenset({("POST", "/ui/login")})  # bodies taken without a credential
 OPEN_BODY_BYTES: Final = 16 * 1024  # a login form is a few hundred bytes

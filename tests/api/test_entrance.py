@@ -87,8 +87,11 @@ def test_agents_need_an_agent_token_on_their_routes(lab: Lab) -> None:
     missing = _verdict(entrance, _head(beat))
     assert isinstance(missing, Refuse)
     assert missing.message == "this needs an agent token (Authorization: Bearer lqa_…)"
-    # and an agent's token is no user's
+    # and an agent's token is no user's, not even on the agents' registry
     assert isinstance(_verdict(entrance, _head("/api/v1/labs", _bearer(secret))), Refuse)
+    assert isinstance(_verdict(entrance, _head("/api/v1/agents", _bearer(secret))), Refuse)
+    registry = _verdict(entrance, _head("/api/v1/agents", _bearer(lab.tokens["root"])))
+    assert registry == Admit(digest_of(lab.tokens["root"]))
 
 
 def test_pages_take_the_session_cookie_and_send_others_to_log_in(lab: Lab) -> None:
