@@ -98,9 +98,16 @@ class Server(_Section):
     # how tasks reach the API (``LABQ_URL``); default http://HOST:PORT of this server
     public_url: str | None = None
     # slow clients: a request head within header_timeout of waiting for it, a body within
-    # body_timeout of its head; at most max_connections at once (see labq.serving)
+    # body_timeout of its head and, after body_grace, at body_min_rate bytes/s at least; a
+    # body only with a valid credential (checked before it is read), from at most
+    # body_share of max_connections at once, bodies_per_credential of one credential; at
+    # most max_connections at once (see labq.serving)
     header_timeout: Seconds = 10.0
     body_timeout: Seconds = 60.0
+    body_min_rate: Annotated[float, Field(ge=0)] = 500.0
+    body_grace: Seconds = 5.0
+    body_share: Annotated[float, Field(gt=0, le=0.9)] = 0.5
+    bodies_per_credential: Annotated[int, Field(ge=1)] = 32
     keep_alive: Annotated[int, Field(ge=1)] = 5  # seconds an idle connection stays open
     max_connections: Annotated[int, Field(ge=16, le=1_000_000)] = 1000
 

@@ -22,6 +22,7 @@ from labq.api.events import QueueRow, WorkBell
 from labq.config import Settings
 from labq.datadir import DatabaseLock
 from labq.dispatch.dispatcher import Dispatcher
+from labq.entrance import Entrance
 from labq.service import bridge
 from labq.service.housekeeping import Housekeeper
 from labq.service.leader import Leadership
@@ -198,6 +199,20 @@ def _standby_queue(engine: Engine, settings: Settings) -> list[QueueRow]:
     return rows(core, utcnow())
 
 
+def connection_limits(settings: Settings) -> ConnectionLimits:
+    """What the server's HTTP protocol allows clients (``server.*`` settings)."""
+    given = settings.server
+    return ConnectionLimits(
+        header_timeout=given.header_timeout,
+        body_timeout=given.body_timeout,
+        max_connections=given.max_connections,
+        body_min_rate=given.body_min_rate,
+        body_grace=given.body_grace,
+        body_share=given.body_share,
+        bodies_per_credential=given.bodies_per_credential,
+    )
+
+
 def serve(settings: Settings, url: str | None, host: str, port: int) -> None:
     """Run until interrupted."""
     import uvicorn
@@ -210,13 +225,7 @@ def serve(settings: Settings, url: str | None, host: str, port: int) -> None:
     wildcard = host in ("", "::") or host.strip("0.") == ""  # listening everywhere
     local = "127.0.0.1" if wildcard else host
     api_url = settings.server.public_url or f"http://{local}:{port}"
-    limits = allow_descriptors(
-        ConnectionLimits(
-            header_timeout=settings.server.header_timeout,
-            body_timeout=settings.server.body_timeout,
-            max_connections=settings.server.max_connections,
-        )
-    )
+    limits = allow_descriptors(connection_limits(settings))
     server = assemble(settings, url, api_url=api_url)
     try:
         app = create_app(server.engine, settings, server.events, bell=server.bell)
@@ -225,7 +234,7 @@ def serve(settings: Settings, url: str | None, host: str, port: int) -> None:
             host=host,
             port=port,
             log_level="info",
-            http=protocol_class(limits),
+            http=protocol_class(limits, Entrance(server.engine, utcnow)),
             backlog=accept_backlog(limits),
             timeout_keep_alive=settings.server.keep_alive,
         )

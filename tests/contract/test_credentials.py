@@ -79,6 +79,18 @@ def test_revoked_and_expired_tokens_are_refused(seeded: Repository) -> None:
         seeded.create_token("nobody", "x", now=at(10))
 
 
+def test_checking_a_token_at_the_door_writes_nothing(seeded: Repository) -> None:
+    # labq.entrance asks before a body is read: valid or not, as credential() would say
+    revoked, revoked_secret = seeded.create_token("bob", "old", now=at(1))
+    _, expiring = seeded.create_token("bob", "day", now=at(1), expires_at=at(100))
+    seeded.revoke_token(revoked, actor=ADMIN, now=at(5))
+    assert seeded.token_is_valid(expiring, now=at(99))
+    assert not seeded.token_is_valid(expiring, now=at(100))
+    assert not seeded.token_is_valid(revoked_secret, now=at(6))
+    assert not seeded.token_is_valid("lq_" + "A" * 43, now=at(6))
+    assert [t.last_used_at for t in seeded.list_tokens("bob")] == [None, None]
+
+
 def test_a_sets_own_token_works_only_while_the_set_runs(seeded: Repository) -> None:
     job_id = seeded.submit_job(job_spec(), owner="bob", now=at(1), source_format="native")
     ((recipe,),) = recipe_ids(seeded, job_id)

@@ -14,7 +14,7 @@ import secrets
 from datetime import datetime, timedelta
 from typing import Final
 
-from sqlalchemy import ColumnElement, insert, or_, select, update
+from sqlalchemy import ColumnElement, Row, insert, or_, select, update
 
 from labq.domain.model import User
 from labq.errors import ConflictError, InputError, NotFoundError
@@ -90,6 +90,26 @@ class TokenStore(PeopleStore):
         A set's own token is valid only while the set has not ended. Records
         ``last_used_at`` (at most once a minute), so call it in a transaction.
         """
+        row = self._valid_row(secret, now=now)
+        if row is None:
+            return None
+        if row.last_used_at is None or now - row.last_used_at >= USE_RESOLUTION:
+            with self.atomic():
+                self.conn.execute(
+                    update(Tokens)
+                    .where(Tokens.id == row.id, Tokens.revoked_at.is_(None))
+                    .values(last_used_at=now)
+                )
+        return Credential(row.id, self.get_user(row.name), row.recipe_set_id)
+
+    def token_is_valid(self, secret: str, *, now: datetime) -> bool:
+        """Whether ``secret`` is a valid token, without writing anything (for checking a
+        request's credential before its body is read: :mod:`labq.entrance`)."""
+        return self._valid_row(secret, now=now) is not None
+
+    def _valid_row(
+        self, secret: str, *, now: datetime
+    ) -> Row[int, str, datetime | None, int | None, str] | None:
         if not secret.startswith(PREFIX):
             return None
         wanted = digest_of(secret)
@@ -107,14 +127,7 @@ class TokenStore(PeopleStore):
         ).one_or_none()
         if row is None or not hmac.compare_digest(row.digest, wanted):
             return None
-        if row.last_used_at is None or now - row.last_used_at >= USE_RESOLUTION:
-            with self.atomic():
-                self.conn.execute(
-                    update(Tokens)
-                    .where(Tokens.id == row.id, Tokens.revoked_at.is_(None))
-                    .values(last_used_at=now)
-                )
-        return Credential(row.id, self.get_user(row.name), row.recipe_set_id)
+        return row
 
     def list_tokens(self, user: str) -> list[TokenView]:
         """Every token of ``user``, revoked and expired ones included, oldest first."""
