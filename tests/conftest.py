@@ -18,6 +18,12 @@ from sqlalchemy.exc import OperationalError
 
 from labq.store import upgrade
 
+# pytest-xdist's workers get COLUMNS=80 and LINES=24 from somewhere in their start-up; the
+# labq commands the tests run piped would take them as the width their tables must fit.
+# A test that wants a width sets COLUMNS itself.
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
+
 PG_URL = os.environ.get("LABQ_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 _copies = itertools.count()
 

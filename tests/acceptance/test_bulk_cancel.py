@@ -31,7 +31,7 @@ recipe_sets:
 """
 
 
-def _until(check, what: str, timeout: float = 30.0):
+def _until(check, what: str, timeout: float = 90.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         found = check()
@@ -77,9 +77,15 @@ def test_bulk_cancel_by_owner_and_by_run_lists_refusals(as_user, live_server, tm
         in_run["jobs"]
     )
     assert "nightly 0" in run("queue", "--owner", "bob").stdout
-    listed = data(run("job", "list", "--owner", "alice", "--whiteboard", "nightly*", "--json"))
+
+    # each job's reason is written by the scheduler's pass after its submission: wait for all
+    def reasoned():
+        found = data(run("job", "list", "--owner", "alice", "--whiteboard", "nightly*", "--json"))
+        waiting = all((j["reason"] or "").startswith("waits for 1 system") for j in found["jobs"])
+        return found if waiting else None
+
+    listed = _until(reasoned, "reasons for all four")
     assert listed["total"] == 4
-    assert all(j["reason"].startswith("waits for 1 system") for j in listed["jobs"])
 
     # not a terminal and no --yes: refused in one line, nothing changed
     asked = run("job", "cancel", "--owner", "alice", token=alice, ok=False)
