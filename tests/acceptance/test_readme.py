@@ -29,8 +29,10 @@ from sqlalchemy.exc import OperationalError
 
 from tests.acceptance.conftest import ROOT
 
-# one worker runs the whole module: one install, and the README's port 8080 is one
-pytestmark = [pytest.mark.xdist_group("readme"), pytest.mark.slow]
+# one install, and the README's port 8080 is one: the module runs in the phase with nothing
+# beside it (in a full run beside other tests, a labq server that was not the README's
+# answered on 8080 between the port check and the README's `labq server`)
+pytestmark = [pytest.mark.xdist_group("readme"), pytest.mark.slow, pytest.mark.alone]
 
 README = ROOT / "README.md"
 HEADLINE = "python3 -m venv .venv && .venv/bin/pip install -q . && .venv/bin/labq demo"
