@@ -272,7 +272,7 @@ def _holds(cmp: Compare, actual: Fact | None) -> bool:
         return not found if cmp.op == "!=" else found
     if cmp.op == "like":
         return _like_pattern(str(cmp.value)).fullmatch(str(actual)) is not None
-    a, w = _number(actual), _number(cmp.value)
+    a, w = as_number(actual), as_number(cmp.value)
     if a is not None and w is not None:
         return _ordered(a, cmp.op, w)
     if _is_date(cmp.value) and isinstance(actual, str) and _DATED.match(actual):
@@ -303,7 +303,8 @@ def _ordered(left: _T, op: str, right: _T) -> bool:
     return left >= right
 
 
-def _number(value: Scalar) -> float | None:
+def as_number(value: Scalar) -> float | None:
+    """A property's value as a number, or None where it is none (booleans included)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):

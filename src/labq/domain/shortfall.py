@@ -28,6 +28,7 @@ from labq.domain.requirements import (
     Requirement,
     Scalar,
     Some,
+    as_number,
     matches,
 )
 
@@ -194,7 +195,7 @@ def _what_they_have(term: Compare, pool: Sequence[Facts], *, among: bool) -> str
             values.append(fact)
     if not values:
         return f"{'none' if among else 'no system'} records {term.prop}"
-    numbers = [n for n in map(_number, values) if n is not None]
+    numbers = [n for n in map(as_number, values) if n is not None]
     if term.op in _ORDERS and numbers:
         if term.op.startswith(">"):
             return f"largest {_value(max(numbers))}"
@@ -206,17 +207,6 @@ def _what_they_have(term: Compare, pool: Sequence[Facts], *, among: bool) -> str
 def _listed(names: Sequence[str]) -> str:
     more = len(names) - SHOWN
     return ", ".join(names[:SHOWN]) + (f" and {more} more" if more > 0 else "")
-
-
-def _number(value: Scalar) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return float(value)
-    try:
-        return float(value)
-    except ValueError:
-        return None
 
 
 def _value(value: Scalar | float) -> str:
