@@ -252,14 +252,17 @@ class Dispatcher:
     # -- stopping -----------------------------------------------------------------------
 
     def stop(self, set_id: int) -> bool:
-        """SIGTERM to the supervisor's process group, SIGKILL after the grace period.
+        """SIGTERM to the supervisor, SIGKILL to its process group after the grace period.
 
         The supervisor ends its tasks, archives the logs and reports the recipes
-        ``cancelled`` on SIGTERM. False when this dispatcher runs no such set.
+        ``cancelled`` on SIGTERM. The SIGTERM goes to the supervisor alone: a task it has
+        just forked is in its group until the child calls setsid, with default signal
+        handling already restored, and would die of it as if it had failed by itself.
+        False when this dispatcher runs no such set.
         """
         with self._lock:
             watched = self._watched.get(set_id)
-        if watched is None or not self._signal(watched, signal.SIGTERM):
+        if watched is None or not self._signal(watched, signal.SIGTERM, group=False):
             return False
         timer = threading.Timer(self.grace, self._kill, args=(watched,))
         timer.daemon = True
@@ -280,7 +283,7 @@ class Dispatcher:
         _log.warning("supervisor of set %s did not stop in time: killing it", watched.set_id)
         self._signal(watched, signal.SIGKILL)
 
-    def _signal(self, watched: _Watched, signum: signal.Signals) -> bool:
+    def _signal(self, watched: _Watched, signum: signal.Signals, *, group: bool = True) -> bool:
         if watched.proc is not None:
             if watched.proc.poll() is not None:
                 return False
@@ -292,7 +295,10 @@ class Dispatcher:
         elif not is_supervisor(watched.pid, watched.set_id):
             return False  # never signal a pid that is no longer ours
         try:
-            os.killpg(watched.pid, signum)  # started with its own session: pgid == pid
+            if group:
+                os.killpg(watched.pid, signum)  # started with its own session: pgid == pid
+            else:
+                os.kill(watched.pid, signum)
         except ProcessLookupError:
             return False
         return True

@@ -4,15 +4,17 @@
 :func:`run_as_init` unshares a PID and a mount namespace, forks, and runs the
 given function as process 1 of the new namespace, with ``/proc`` mounted afresh
 so it sees its own processes only. The calling process stays behind as the
-*keeper*: the process the dispatcher knows. It ignores SIGTERM, SIGINT and SIGHUP
-(they reach the supervisor, which shares its process group), waits, and ends as
-its child ended. If the keeper dies, even by SIGKILL, the kernel kills its child
+*keeper*: the process the dispatcher knows. It passes SIGTERM, SIGINT and SIGHUP
+on to its child (the dispatcher signals the keeper alone, so that a task forked a
+moment ago, still in the supervisor's process group, is not hit), waits, and ends
+as its child ended. If the keeper dies, even by SIGKILL, the kernel kills its child
 (``PR_SET_PDEATHSIG``), and when process 1 of a namespace dies the kernel kills
 every other process in it: nothing of the set outlives its supervisor.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -66,7 +68,14 @@ def run_as_init(child: Callable[[], int]) -> int:
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(code)
-    _, status = os.waitpid(pid, 0)
+
+    def pass_on(signum: int, _frame: object) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signum)
+
+    for sig in _PASSED:
+        signal.signal(sig, pass_on)
+    _, status = os.waitpid(pid, 0)  # a signal handled meanwhile does not end the wait (PEP 475)
     if os.WIFSIGNALED(status):
         return _die_by(os.WTERMSIG(status))
     return os.waitstatus_to_exitcode(status)
