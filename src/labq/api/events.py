@@ -18,6 +18,22 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
 
+from labq.domain.events import (
+    AccessChanged,
+    ConditionChanged,
+    Event,
+    EventSink,
+    FiltersChanged,
+    JobsCancelled,
+    JobSubmitted,
+    LocksChanged,
+    PauseChanged,
+    PriorityChanged,
+    ReservationChanged,
+    SetEnded,
+    SystemAdded,
+)
+
 log = logging.getLogger("labq.api")
 
 
@@ -173,3 +189,40 @@ class WorkBell:
         finally:
             with self._lock:
                 self._waiters.pop(waiter, None)
+
+
+def as_sink(events: Events) -> EventSink:
+    """The old named-method events as an :class:`EventSink` (until the service posts
+    event objects itself)."""
+    return _Sink(events)
+
+
+@dataclass(frozen=True)
+class _Sink:
+    events: Events
+
+    def post(self, event: Event) -> None:
+        e = self.events
+        match event:
+            case JobSubmitted(job_id):
+                e.job_submitted(job_id)
+            case JobsCancelled(job_id):
+                e.jobs_cancelled(job_id)
+            case PriorityChanged(job_id):
+                e.priority_changed(job_id)
+            case SystemAdded(fqdn):
+                e.system_added(fqdn)
+            case ConditionChanged(fqdn):
+                e.condition_changed(fqdn)
+            case AccessChanged():
+                e.access_changed()
+            case LocksChanged(set_id):
+                e.locks_changed(set_id)
+            case FiltersChanged():
+                e.filters_changed()
+            case PauseChanged(lab):
+                e.pause_changed(lab)
+            case ReservationChanged(fqdn):
+                e.reservation_changed(fqdn)
+            case SetEnded(set_id):
+                e.set_ended(set_id)
