@@ -64,6 +64,10 @@ class NotFoundError(LabqError):
     """A named object does not exist."""
 
 
+class ForbiddenError(LabqError):
+    """The caller is known but may not do this (the message says who may)."""
+
+
 class LeadershipLost(ConflictError):  # noqa: N818 - the name says what happened
     """This process no longer leads the scheduler: another took over, so it must not act."""
 

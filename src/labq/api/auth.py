@@ -16,8 +16,7 @@ from fastapi.security import HTTPAuthorizationCredentials
 from sqlalchemy import Engine
 
 from labq.api.errors import BEARER, ApiError
-from labq.domain.model import EVERYBODY, User
-from labq.store import Credential, JobView, transaction
+from labq.store import Credential, transaction
 
 READ_METHODS: Final = frozenset({"GET", "HEAD"})
 SET_TOKEN_WRITES: Final = ("/api/v1/locks/",)  # what a set's own token may change
@@ -48,23 +47,3 @@ def caller(
     ):
         raise ApiError(403, "a recipe set's token may only read, and take or release its locks")
     return found
-
-
-def require_admin(user: User) -> None:
-    """403 unless ``user`` is an admin."""
-    if not user.admin:
-        raise ApiError(403, f"only admins may do this, and {user.name!r} is not one")
-
-
-def may_change_job(user: User, job: JobView) -> bool:
-    """The owner, a member of the job's own group, or an admin."""
-    if user.admin or job.owner == user.name:
-        return True
-    return job.group is not None and job.group != EVERYBODY and job.group in user.groups
-
-
-def require_job_change(user: User, job: JobView) -> None:
-    """403 unless ``user`` may cancel or re-prioritise ``job``."""
-    if not may_change_job(user, job):
-        whose = f"{job.owner!r}" + (f" (group {job.group!r})" if job.group else "")
-        raise ApiError(403, f"job {job.id} belongs to {whose}; {user.name!r} may not change it")

@@ -17,7 +17,6 @@ from typing import Annotated, Any, Final
 from fastapi import APIRouter
 from pydantic import Field
 
-from labq.api.auth import may_change_job
 from labq.api.deps import AppState, StateDep, UserDep
 from labq.api.errors import ApiError
 from labq.api.events import tell
@@ -28,6 +27,7 @@ from labq.domain.priority import Priority
 from labq.domain.states import RecipeState
 from labq.store import JobView, RecipeSetView, Repository, transaction
 from labq.store.selection import MAX_SELECTED, JobQuery
+from labq.usecases.permissions import may_change_job
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
 

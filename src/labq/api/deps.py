@@ -17,13 +17,14 @@ from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy import Engine
 
-from labq.api.auth import caller, require_admin
+from labq.api.auth import caller
 from labq.api.errors import ApiError
 from labq.api.events import Events, WorkBell
 from labq.api.gate import DocumentGate
 from labq.config import Settings
 from labq.domain.model import User
 from labq.store import Credential
+from labq.usecases.permissions import require_admin
 
 Clock = Callable[[], datetime]
 # auto_error=False: missing tokens get our own 401 (with WWW-Authenticate), not FastAPI's.

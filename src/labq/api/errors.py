@@ -18,7 +18,14 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from labq.errors import ConflictError, IllegalTransition, InputError, LabqError, NotFoundError
+from labq.errors import (
+    ConflictError,
+    ForbiddenError,
+    IllegalTransition,
+    InputError,
+    LabqError,
+    NotFoundError,
+)
 
 BEARER = {"WWW-Authenticate": "Bearer"}
 
@@ -81,6 +88,8 @@ def from_labq(exc: LabqError) -> ApiError:
         )
     if isinstance(exc, NotFoundError):
         return ApiError(404, str(exc))
+    if isinstance(exc, ForbiddenError):
+        return ApiError(403, str(exc))
     if isinstance(exc, ConflictError | IllegalTransition):
         return ApiError(409, str(exc))
     return ApiError(400, str(exc))

@@ -12,11 +12,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter
 from pydantic import Field
 
-from labq.api.auth import require_job_change
 from labq.api.deps import StateDep, UserDep
 from labq.api.openapi import answers
 from labq.api.schemas import INT4_MAX, INTEGRAL, Body, RowId
 from labq.store import transaction
+from labq.usecases.permissions import require_job_change
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
 

@@ -14,7 +14,6 @@ from typing import Annotated, Any, Final, Literal
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import FileResponse, Response
 
-from labq.api.auth import require_job_change
 from labq.api.deps import StateDep, UserDep
 from labq.api.errors import ApiError
 from labq.api.events import tell
@@ -38,6 +37,7 @@ from labq.store import Repository, reading, transaction
 from labq.store.listing import MAX_PAGE
 from labq.store.selection import JobQuery
 from labq.store.views import JobView
+from labq.usecases.permissions import require_job_change
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
 

@@ -13,7 +13,6 @@ from typing import Annotated, Any
 from fastapi import APIRouter
 from pydantic import Field
 
-from labq.api.auth import may_change_job
 from labq.api.deps import StateDep, UserDep
 from labq.api.errors import ApiError
 from labq.api.openapi import answers
@@ -22,6 +21,7 @@ from labq.domain.model import EVERYBODY, User
 from labq.domain.notices import MAX_URL, check_url, new_secret
 from labq.store import reading, transaction
 from labq.store.notices import NotificationView, WebhookView
+from labq.usecases.permissions import may_change_job
 
 router = APIRouter(tags=["notifications"])
 

@@ -13,13 +13,13 @@ from typing import Annotated, Any
 from fastapi import APIRouter
 from pydantic import Field
 
-from labq.api.auth import require_admin
 from labq.api.deps import AdminDep, StateDep, UserDep
 from labq.api.errors import ApiError
 from labq.api.openapi import answers
 from labq.api.schemas import INTEGRAL, Body, Name, NameBody, RowId
 from labq.domain.model import User
 from labq.store import TokenView, reading, transaction
+from labq.usecases.permissions import require_admin
 
 users = APIRouter(prefix="/users", tags=["users"])
 groups = APIRouter(prefix="/groups", tags=["groups"])

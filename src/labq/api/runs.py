@@ -13,7 +13,6 @@ from typing import Annotated, Any, Final
 from fastapi import APIRouter, Query
 from pydantic import Field
 
-from labq.api.auth import require_job_change
 from labq.api.deps import StateDep, UserDep
 from labq.api.errors import ApiError
 from labq.api.events import tell
@@ -30,6 +29,7 @@ from labq.formats.origins import Origins
 from labq.store import Repository, reading, transaction
 from labq.store.listing import MAX_PAGE
 from labq.store.runs import RunSummary
+from labq.usecases.permissions import require_job_change
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 

@@ -15,7 +15,6 @@ from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import RedirectResponse
 
 from labq.api import jobs as api_jobs
-from labq.api.auth import may_change_job
 from labq.api.deps import AppState, StateDep
 from labq.api.jobviews import log_files
 from labq.api.rows import job_row, reasons_by_job
@@ -24,6 +23,7 @@ from labq.domain.priority import Priority
 from labq.domain.states import RecipeState
 from labq.store import HistoryEntry, JobView, RecipeSetView, RecipeView, reading
 from labq.store.selection import JobQuery
+from labq.usecases.permissions import may_change_job
 from labq.web.aftermath import job_aftermath
 from labq.web.rendering import PREFIX, fragment, page
 from labq.web.route import PageRoute
