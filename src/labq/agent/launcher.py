@@ -18,9 +18,6 @@ pid alone.
 
 from __future__ import annotations
 
-import json
-import logging
-import os
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -29,11 +26,11 @@ from typing import Final
 
 from labq.agent.spool import SetDir
 from labq.dispatch import containment
-from labq.dispatch.forks import ForkedExit, ForkServer, ForkServerError
+from labq.dispatch.forks import ForkedExit
+from labq.dispatch.launch import Forker, passed_on_environment, send_secrets, spawn
 from labq.dispatch.logs import SUPERVISOR_OUTPUT
 
 MODULE: Final = "labq.agent.supervisor"
-_log = logging.getLogger(__name__)
 
 FORK_SERVER_LOG: Final = "fork-server.log"
 
@@ -92,31 +89,11 @@ def launch(
 ) -> Supervisor:
     """Start the supervisor of ``spool``'s set and hand it ``secrets``."""
     command = [python, "-m", MODULE, "--set", str(spool.set_id), "--dir", str(spool.path)]
-    env = _environment()
     log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("ab") as out:
-        proc = subprocess.Popen(
-            containment.wrap(command, mode),
-            stdin=subprocess.PIPE,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-            cwd=cwd,
-            start_new_session=True,  # its own session: a Ctrl-C or a stop of the agent spares it
-            close_fds=True,
-        )
-    spool.write_pid(proc.pid)
-    assert proc.stdin is not None
-    try:
-        proc.stdin.write(json.dumps(secrets).encode() + b"\n")
-        proc.stdin.close()
-    except OSError:  # it died before reading: its exit is seen as any other
-        pass
+    proc = spawn(command, mode=mode, log=log, env=passed_on_environment(), cwd=cwd)
+    spool.write_pid(proc.pid)  # before its secrets: it waits for them, so it has not run yet
+    send_secrets(proc, secrets)
     return Supervisor(spool, proc.pid, proc)
-
-
-def _environment() -> dict[str, str]:
-    return {k: os.environ[k] for k in containment.PASSED_ON if k in os.environ}
 
 
 class Launcher:
@@ -126,61 +103,46 @@ class Launcher:
     def __init__(self, data_dir: Path, mode: containment.Mode, *, forking: bool = True) -> None:
         self.data_dir = data_dir
         self.mode = mode
-        self.forking = forking
-        self._forks: ForkServer | None = None
+        self._forker = Forker(
+            sys.executable,
+            env=passed_on_environment(),
+            cwd=data_dir,
+            log=data_dir / FORK_SERVER_LOG,
+            forking=forking,
+        )
+
+    @property
+    def forking(self) -> bool:
+        """False once supervisors are spawned for good (no fork server to be had)."""
+        return self._forker.forking
 
     def warm(self) -> None:
         """Start the fork server now, so its imports are done before the first set comes."""
-        self._fork_server()
+        self._forker.warm()
 
     def start(self, spool: SetDir, secrets: Mapping[str, object], *, log: Path) -> Supervisor:
         """Start the supervisor of ``spool``'s set (its claim already recorded there)."""
         log.parent.mkdir(parents=True, exist_ok=True)
-        while (forks := self._fork_server()) is not None:
-            request = {
-                "set": spool.set_id,
-                "module": MODULE,
-                "dir": str(spool.path),
-                "config": str(spool.settings_file),
-                "data_dir": str(self.data_dir),
-                "cwd": str(self.data_dir),
-                "log": str(log),
-                "env": _environment(),
-                "mode": self.mode,
-                # the plan can outgrow a packet: the supervisor reads it from claim.json
-                "secrets": {k: v for k, v in secrets.items() if k not in ("plan", "env")},
-            }
-            exit_ = ForkedExit()
-            try:
-                pid = forks.fork(request, exit_)
-            except ForkServerError as exc:
-                _log.warning("fork server: %s", exc)
-                if not forks.forked:  # a new one failed: it will not work next time either
-                    self.forking = False
-                continue
-            spool.write_pid(pid)
-            return Supervisor(spool, pid, None, exit_)
-        return launch(spool, secrets, log=log, cwd=self.data_dir, mode=self.mode)
-
-    def _fork_server(self) -> ForkServer | None:
-        if not self.forking:
-            return None
-        if self._forks is None or not self._forks.alive:
-            try:
-                self._forks = ForkServer(
-                    sys.executable,
-                    env=_environment(),
-                    cwd=self.data_dir,
-                    log=self.data_dir / FORK_SERVER_LOG,
-                )
-            except OSError as exc:
-                _log.warning("cannot start a fork server (spawning supervisors): %s", exc)
-                self.forking = False
-                return None
-        return self._forks
+        request = {
+            "set": spool.set_id,
+            "module": MODULE,
+            "dir": str(spool.path),
+            "config": str(spool.settings_file),
+            "data_dir": str(self.data_dir),
+            "cwd": str(self.data_dir),
+            "log": str(log),
+            "env": passed_on_environment(),
+            "mode": self.mode,
+            # the plan can outgrow a packet: the supervisor reads it from claim.json
+            "secrets": {k: v for k, v in secrets.items() if k not in ("plan", "env")},
+        }
+        forked = self._forker.fork(request)
+        if forked is None:
+            return launch(spool, secrets, log=log, cwd=self.data_dir, mode=self.mode)
+        pid, exit_ = forked
+        spool.write_pid(pid)
+        return Supervisor(spool, pid, None, exit_)
 
     def close(self) -> None:
         """Let the fork server go; the supervisors it forked run on."""
-        forks, self._forks = self._forks, None
-        if forks is not None:
-            forks.close()
+        self._forker.close()

@@ -18,12 +18,11 @@ where a task could read them: the database URL and the claim go down the fork
 server's socket (or a pipe on a spawned supervisor's standard input), and the
 effective settings (without the database) go in a file only the server's user
 can read. The supervisor's environment holds only
-the few variables a process needs (:data:`PASSED_ON`).
+the few variables a process needs (:data:`~labq.dispatch.containment.PASSED_ON`).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import signal
@@ -37,8 +36,8 @@ from typing import Final
 
 from labq.config import Settings
 from labq.dispatch import containment
-from labq.dispatch.containment import PASSED_ON
-from labq.dispatch.forks import ForkedExit, ForkServer, ForkServerError
+from labq.dispatch.forks import ForkedExit
+from labq.dispatch.launch import Forker, passed_on_environment, send_secrets, spawn
 from labq.dispatch.logs import SUPERVISOR_OUTPUT, set_log_dir
 
 OnFinished = Callable[[int, int | None, str], None]
@@ -101,9 +100,19 @@ class Dispatcher:
         self._lock = threading.Lock()
         self._watched: dict[int, _Watched] = {}
         self._closed = threading.Event()
-        self.forking = forking  # False: spawn every supervisor (the way before fork servers)
-        self._forks: ForkServer | None = None
-        self._fork_server()  # now: its imports are done by the time the first set starts
+        self._forker = Forker(
+            python,
+            env=self._environment(),
+            cwd=self.data_dir,
+            log=self.data_dir / "supervisors" / FORK_SERVER_LOG,
+            forking=forking,  # False: spawn every supervisor (the way before fork servers)
+        )
+        self._forker.warm()  # now: its imports are done by the time the first set starts
+
+    @property
+    def forking(self) -> bool:
+        """False once supervisors are spawned for good (no fork server to be had)."""
+        return self._forker.forking
 
     # -- starting ---------------------------------------------------------------------
 
@@ -134,37 +143,11 @@ class Dispatcher:
             "mode": self.mode,
             "secrets": {"database": self.db_url, "claim": claim},
         }
-        while (forks := self._fork_server()) is not None:
-            exit_ = ForkedExit()
-            try:
-                pid = forks.fork(request, exit_)
-            except ForkServerError as exc:
-                _log.warning("fork server: %s", exc)
-                if not forks.forked:  # a new one failed: it will not work next time either
-                    _log.warning("the fork server does not work: spawning supervisors")
-                    self.forking = False
-                continue  # one that worked before has died: the next call starts another
-            return _Watched(set_id, pid, claim, None, exit_)
-        return None
-
-    def _fork_server(self) -> ForkServer | None:
-        if not self.forking:
+        forked = self._forker.fork(request)
+        if forked is None:
             return None
-        if self._forks is None or not self._forks.alive:
-            directory = self.data_dir / "supervisors"
-            directory.mkdir(parents=True, exist_ok=True)
-            try:
-                self._forks = ForkServer(
-                    self.python,
-                    env=self._environment(),
-                    cwd=self.data_dir,
-                    log=directory / FORK_SERVER_LOG,
-                )
-            except OSError as exc:
-                _log.warning("cannot start a fork server (spawning supervisors): %s", exc)
-                self.forking = False
-                return None
-        return self._forks
+        pid, exit_ = forked
+        return _Watched(set_id, pid, claim, None, exit_)
 
     def _launch(self, set_id: int, claim: str, log_dir: Path) -> _Watched:
         """A supervisor spawned as a program of its own (slow: it imports everything)."""
@@ -180,36 +163,22 @@ class Dispatcher:
             str(self.data_dir),
             "--secrets-on-stdin",
         ]
-        with (log_dir / OUTPUT_NAME).open("ab") as out:
-            proc = subprocess.Popen(
-                containment.wrap(command, self.mode),
-                stdin=subprocess.PIPE,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=self._environment(),
-                cwd=self.data_dir,
-                start_new_session=True,  # its own session and process group
-                close_fds=True,
-            )
-        self._hand_secrets(proc, claim)
+        proc = spawn(
+            command,
+            mode=self.mode,
+            log=log_dir / OUTPUT_NAME,
+            env=self._environment(),
+            cwd=self.data_dir,
+        )
+        # the database URL, the claim and the supervisor's own pid (as the host sees it)
+        send_secrets(proc, {"database": self.db_url, "claim": claim, "pid": proc.pid})
         return _Watched(set_id, proc.pid, claim, proc)
 
     def _environment(self) -> dict[str, str]:
-        env = {k: os.environ[k] for k in PASSED_ON if k in os.environ}
+        env = passed_on_environment()
         if self.api_url:
             env["LABQ_URL"] = self.api_url
         return env
-
-    def _hand_secrets(self, proc: subprocess.Popen[bytes], claim: str) -> None:
-        """The database URL, the claim and the supervisor's own pid (as the host sees it),
-        down the pipe; a supervisor that died first finds out nothing."""
-        assert proc.stdin is not None
-        secrets = {"database": self.db_url, "claim": claim, "pid": proc.pid}
-        try:
-            proc.stdin.write(json.dumps(secrets).encode() + b"\n")
-            proc.stdin.close()
-        except OSError:  # it died before reading: its exit is reported as any other
-            pass
 
     def _settings_file(self, set_id: int) -> Path:
         """The effective settings for the supervisor (without the database URL), mode 0600."""
@@ -313,9 +282,7 @@ class Dispatcher:
         self._closed.set()
         with self._lock:
             self._watched.clear()
-            forks, self._forks = self._forks, None
-        if forks is not None:
-            forks.close()
+        self._forker.close()
 
     # -- watching -----------------------------------------------------------------------
 

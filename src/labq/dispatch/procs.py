@@ -79,25 +79,33 @@ def run_process(
     pump = threading.Thread(target=_pump, args=(proc.stdout.fileno(), log, group_done), daemon=True)
     pump.start()
     deadline = None if timeout is None else clock() + timeout
-    timed_out = cancelled = False
     try:
-        while proc.poll() is None:
-            if cancel_event is not None and cancel_event.is_set():
-                cancelled = True
-                break
-            if deadline is not None and clock() >= deadline:
-                timed_out = True
-                break
-            if cancel_event is not None:
-                cancel_event.wait(_POLL)
-            else:
-                time.sleep(_POLL)
+        timed_out, cancelled = _wait(proc, deadline, cancel_event, clock)
     finally:
         end_group(proc, grace)
         group_done.set()
         pump.join(_DRAIN + 1)
         proc.stdout.close()
     return Outcome(proc.returncode, timed_out=timed_out, cancelled=cancelled)
+
+
+def _wait(
+    proc: subprocess.Popen[bytes],
+    deadline: float | None,
+    cancel_event: threading.Event | None,
+    clock: Callable[[], float],
+) -> tuple[bool, bool]:
+    """Wait for ``proc`` to exit, the deadline or the cancel: ``(timed_out, cancelled)``."""
+    while proc.poll() is None:
+        if cancel_event is not None and cancel_event.is_set():
+            return False, True
+        if deadline is not None and clock() >= deadline:
+            return True, False
+        if cancel_event is not None:
+            cancel_event.wait(_POLL)
+        else:
+            time.sleep(_POLL)
+    return False, False
 
 
 def end_group(proc: subprocess.Popen[bytes], grace: float) -> None:

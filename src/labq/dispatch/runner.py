@@ -12,118 +12,42 @@ Aborts are set-wide: a provisioning failure, a task timeout or a task that could
 not run aborts its recipe and stops the rest of the set (the whole set is
 retried by the scheduler's rules, and its partners would otherwise wait for a
 peer that is gone). Recipes that had already finished keep their state.
+
+This module keeps the flow (the start, the locks, the phases, the steps, the
+stop requests and the end); the work is done by :mod:`~labq.dispatch.installing`
+(provisioning and guests), :mod:`~labq.dispatch.task` (one task) and
+:mod:`~labq.dispatch.teardown` (archiving and clean-up).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import enum
-import shlex
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Final
 
-from labq.dispatch.backends import Backend
-from labq.dispatch.environment import (
-    check_names,
-    check_plan,
-    role_members,
-    task_environment,
-)
-from labq.dispatch.fetch import FetchError, FetchOptions, fetch_task
-from labq.dispatch.logs import (
-    MaskedLog,
-    mask_tree,
-    set_log_dir,
-    stamp,
-    system_log_dir,
-    task_log_name,
-)
-from labq.dispatch.plan import (
-    GuestPlan,
-    PlanError,
-    RecipePlan,
-    SetPlan,
-    SystemInfo,
-    TaskPlan,
-    Workspace,
-    task_path,
-)
+from labq.dispatch.environment import check_plan
+from labq.dispatch.fetch import FetchOptions
+from labq.dispatch.installing import Installer
+from labq.dispatch.logs import MaskedLog, set_log_dir, system_log_dir
+from labq.dispatch.plan import PlanError, SetPlan, TaskPlan
+from labq.dispatch.recipes import Guest, Place, RecipeRun, final_state
 from labq.dispatch.reporting import SafeReporter
-from labq.dispatch.results import (
-    RecipeOutcome,
-    Reporter,
-    SetOutcome,
-    TaskOutcome,
-    judge_exit,
-    recipe_result,
-)
+from labq.dispatch.results import RecipeOutcome, Reporter, SetOutcome, recipe_result
+from labq.dispatch.setcontext import BackendFor, Checkout, SetContext
 from labq.dispatch.steps import StepGate
-from labq.dispatch.taskdir import MAX_TIME_PARAMS, TaskDirError, parse_time, read_task_dir
-from labq.dispatch.workspace import cached_checkout
+from labq.dispatch.stopping import Stop, StopKind
+from labq.dispatch.task import TaskRunner
+from labq.dispatch.teardown import archive, clean_up
 from labq.domain.locktable import Outcome
-from labq.domain.states import RecipeState, Result
+from labq.domain.states import RecipeState
 
-BackendFor = Callable[[SystemInfo], Backend]
+__all__ = ["LOCK_POLL", "BackendFor", "SetContext", "SetRunner", "run_set"]
+
 _TICK: Final = 0.05
-FETCHED_DIR: Final = "fetched"  # fetched tasks go to <workspace>/fetched/<task id>
 LOCK_POLL: Final = 1.0  # seconds between asks while the set waits for its locks
-
-
-class StopKind(enum.Enum):
-    """Why a set stopped early; the first reason given wins."""
-
-    CANCEL = "cancel"
-    MAX_TIME = "max_time"
-    ABORT = "abort"
-    LOST = "lost"  # the set is no longer ours: end the tasks, touch and report nothing more
-
-
-@dataclass(frozen=True)
-class _Place:
-    """Where a task runs: a recipe's system or one of its guests."""
-
-    system: SystemInfo
-    log_dir: Path
-    role: str | None
-    guest: GuestPlan | None = None
-
-
-@dataclass
-class _Guest:
-    plan: GuestPlan
-    log_dir: Path
-    made: bool = False  # guest_create began: destroy it at the end
-
-    @property
-    def place(self) -> _Place:
-        return _Place(self.plan.system, self.log_dir, self.plan.role, self.plan)
-
-
-@dataclass
-class _Recipe:
-    plan: RecipePlan
-    backend: Backend | None  # None: the set never started
-    log_dir: Path
-    guests: list[_Guest] = field(default_factory=list)
-    touched: bool = False  # provisioning began, so there is something to archive and clean
-    tasks: list[TaskOutcome] = field(default_factory=list)
-    reason: str | None = None  # why this recipe itself aborted
-    finished: bool = False  # every task ran to its end
-    cleaned_up: bool = False
-    cleanup_error: str | None = None
-    logs_error: str | None = None
-
-    @property
-    def label(self) -> str:
-        return f"recipe {self.plan.id} on {self.plan.system.fqdn}"
-
-    @property
-    def place(self) -> _Place:
-        return _Place(self.plan.system, self.log_dir, self.plan.role)
 
 
 def run_set(
@@ -152,127 +76,129 @@ def run_set(
     """
     if heartbeat_every <= 0:
         raise ValueError("heartbeat_every must be positive")
-    run = _SetRun(plan, backend_for, data_dir, reporter, heartbeat_every, clock, cancel)
-    run.take_locks = take_locks
-    run.lost = lost
-    run.fetch = fetch or FetchOptions(data_dir / "fetched")
-    return run.execute()
+    set_dir = set_log_dir(data_dir, plan.id)
+    set_dir.mkdir(parents=True, exist_ok=True)
+    log = MaskedLog(set_dir / "supervisor.log", plan.secrets)
+    try:
+        context = SetContext(
+            plan=plan,
+            backend_for=backend_for,
+            data_dir=data_dir,
+            reporter=SafeReporter(reporter, log, plan.secrets),
+            heartbeat_every=heartbeat_every,
+            clock=clock,
+            cancel=cancel,
+            lost=lost,
+            take_locks=take_locks,
+            fetch=fetch or FetchOptions(data_dir / "fetched"),
+        )
+        return SetRunner(context).execute()
+    finally:
+        log.close()
 
 
-class _SetRun:
-    def __init__(
-        self,
-        plan: SetPlan,
-        backend_for: BackendFor,
-        data_dir: Path,
-        reporter: Reporter,
-        heartbeat_every: float,
-        clock: Callable[[], float],
-        cancel: threading.Event | None,
-    ) -> None:
-        self.plan = plan
-        self.backend_for = backend_for
-        self.data_dir = data_dir
-        self.dir = set_log_dir(data_dir, plan.id)
-        self.dir.mkdir(parents=True, exist_ok=True)
-        self.log = MaskedLog(self.dir / "supervisor.log", plan.secrets)
-        self.reporter = SafeReporter(reporter, self.log, plan.secrets)
-        self.heartbeat_every = heartbeat_every
-        self.clock = clock
-        self.cancel = cancel
-        self.stop = threading.Event()  # every running task and hook watches this
-        self._stop_lock = threading.Lock()
-        self.stop_kind: StopKind | None = None
-        self.stop_reason = ""
-        self.recipes: list[_Recipe] = []
-        self.workspace_dir: Path | None = None
+class SetRunner:
+    """Runs one set to its end, once: :meth:`execute`."""
+
+    def __init__(self, context: SetContext) -> None:
+        self.context = context
+        self.reporter = context.reporter
+        self.stop = Stop(context.reporter)  # every running task and hook watches this
+        self.recipes: list[RecipeRun] = []
+        self.checkout = Checkout(context.plan)  # the pinned ref's, once checked out
         # the deadline is ``began + max_time``; a heartbeat's answer may move max_time
         self.began: float | None = None
-        self.max_time: float | None = plan.max_time
-        self.take_locks: Callable[[], Outcome] | None = None
-        self.lost: threading.Event | None = None
+        self.max_time: float | None = context.plan.max_time
         self.steps = StepGate({})
-        self.fetch = FetchOptions(data_dir / "fetched")
 
     # -- the phases ---------------------------------------------------------
 
     def execute(self) -> SetOutcome:
+        """Run the set: wait for its locks, install, run, archive, clean up, report."""
+        plan = self.context.plan
         beat_stop = threading.Event()
         beat = threading.Thread(target=self._beat, args=(beat_stop,), daemon=True)
         beat.start()
         try:
-            self.reporter.log(f"set {self.plan.id} of job {self.plan.job_id} starts")
+            self.reporter.log(f"set {plan.id} of job {plan.job_id} starts")
             locked = self._wait_for_locks()  # max_time counts from when it has them
-            self.began = self.clock()
+            self.began = self.context.clock()
             if locked and self._prepare():
-                self._check_limits()
-                if not self.stop.is_set():
-                    self._phase(self._provision, "provision")
-                if not self.stop.is_set():
-                    running = [r for r in self.recipes if r.backend is not None]
-                    self.steps = StepGate(
-                        {r.plan.id: [t.step for t in r.plan.tasks] for r in running}
-                    )
-                    self._phase(self._run_recipe, "run")
+                self._install_and_run()
             self._check_limits()
-            if self.stop_kind is not StopKind.LOST:
-                self._phase(self._archive, "archive", limits=False)
-                self._phase(self._cleanup, "cleanup", limits=False)
+            if self.stop.kind is not StopKind.LOST:
+                self._phase(partial(archive, self.context), "archive", limits=False)
+                self._phase(partial(clean_up, self.context, self.stop), "cleanup", limits=False)
             # no heartbeat may race the final write: one after it finds the set ended and
             # would take the supervisor for one whose claim was lost
             beat_stop.set()
             beat.join()
             outcome = self._finish()
         finally:
-            self.stop.set()
+            self.stop.end()
             beat_stop.set()
             beat.join()
-            self.log.close()
         return outcome
+
+    def _install_and_run(self) -> None:
+        self._check_limits()
+        if not self.stop.is_set():
+            installer = Installer(self.context, self.stop, self.checkout)
+            self._phase(installer.provision, "provision")
+        if not self.stop.is_set():
+            running = [r for r in self.recipes if r.backend is not None]
+            self.steps = StepGate({r.plan.id: [t.step for t in r.plan.tasks] for r in running})
+            tasks = TaskRunner(self.context, self.stop, self.checkout)
+            self._phase(partial(self._run_recipe, tasks), "run")
 
     def _prepare(self) -> bool:
         """Check the plan, find the backends, check out the pinned ref; False aborts all."""
-        seen: set[str] = set()
         try:
-            check_plan(self.plan)
-            for recipe in self.plan.recipes:
-                fqdn = recipe.system.fqdn
-                if fqdn in seen:
-                    raise PlanError(f"system {fqdn} is given to two recipes")
-                seen.add(fqdn)
-                log_dir = system_log_dir(self.data_dir, self.plan.id, fqdn)
-                log_dir.mkdir(parents=True, exist_ok=True)
-                guests = [_Guest(g, log_dir / "guests" / g.system.fqdn) for g in recipe.guests]
-                for g in guests:
-                    g.log_dir.mkdir(parents=True, exist_ok=True)
-                backend = self.backend_for(recipe.system)
-                self.recipes.append(_Recipe(recipe, backend, log_dir, guests))
+            self._take_plan()
         except Exception as exc:
             self._abort_unstarted(f"cannot run this set: {exc}")
             return False
         for r in self.recipes:
             self.reporter.recipe_state(r.plan.id, RecipeState.WAITING)
-        if self.plan.ref_repo:
+        if self.context.plan.ref_repo:
             try:
-                self._checkout(self.plan.ref_repo)
+                self.checkout = Checkout.of(self.context.plan, self.context.data_dir)
             except Exception as exc:
-                self._request_stop(StopKind.ABORT, f"cannot check out the pinned ref: {exc}")
+                self.stop.request(StopKind.ABORT, f"cannot check out the pinned ref: {exc}")
                 for r in self.recipes:
-                    r.reason = self.stop_reason
+                    r.reason = self.stop.reason
                 return False
         return True
+
+    def _take_plan(self) -> None:
+        """A record per recipe, its log directories made and its backend found."""
+        plan, seen = self.context.plan, set[str]()
+        check_plan(plan)
+        for recipe in plan.recipes:
+            fqdn = recipe.system.fqdn
+            if fqdn in seen:
+                raise PlanError(f"system {fqdn} is given to two recipes")
+            seen.add(fqdn)
+            log_dir = system_log_dir(self.context.data_dir, plan.id, fqdn)
+            log_dir.mkdir(parents=True, exist_ok=True)
+            guests = [Guest(g, log_dir / "guests" / g.system.fqdn) for g in recipe.guests]
+            for g in guests:
+                g.log_dir.mkdir(parents=True, exist_ok=True)
+            backend = self.context.backend_for(recipe.system)
+            self.recipes.append(RecipeRun(recipe, backend, log_dir, guests))
 
     def _wait_for_locks(self) -> bool:
         """Take the set's declared locks, all together, waiting while others hold them.
 
         False when the set must stop instead: cancelled, or the wait refused.
         """
-        if self.take_locks is None:
+        take_locks = self.context.take_locks
+        if take_locks is None:
             return True
         said = ""
         while True:
             try:
-                outcome = self.take_locks()
+                outcome = take_locks()
             except Exception as exc:
                 self._abort_unstarted(f"cannot take the set's locks: {exc}")
                 return False
@@ -287,19 +213,13 @@ class _SetRun:
                 said = outcome.describe()
                 self.reporter.log(f"the set is {said}")
             self._check_limits()
-            if self.stop.wait(LOCK_POLL):
+            if self.stop.event.wait(LOCK_POLL):
                 self._account_unstarted()
                 return False
 
-    def _checkout(self, repo: str) -> None:
-        assert self.plan.ref_commit is not None  # check_plan saw to it
-        self.workspace_dir = cached_checkout(repo, self.plan.ref_commit, self.data_dir / "refs")
-        if self.workspace_dir.name != self.plan.ref_commit:  # abbreviated, now known in full
-            self.plan = dataclasses.replace(self.plan, ref_commit=self.workspace_dir.name)
-
     def _abort_unstarted(self, reason: str) -> None:
         self.reporter.log(reason)
-        self._request_stop(StopKind.ABORT, reason)
+        self.stop.request(StopKind.ABORT, reason)
         self._account_unstarted()
         for r in self.recipes:
             r.reason = reason
@@ -307,11 +227,11 @@ class _SetRun:
     def _account_unstarted(self) -> None:
         """Stopped before it began: every recipe is accounted for, none was touched."""
         known = {r.plan.id for r in self.recipes}
-        for recipe in self.plan.recipes:
+        for recipe in self.context.plan.recipes:
             if recipe.id not in known:
-                self.recipes.append(_Recipe(recipe, None, self.dir))
+                self.recipes.append(RecipeRun(recipe, None, self.context.set_dir))
 
-    def _phase(self, work: Callable[[_Recipe], None], name: str, *, limits: bool = True) -> None:
+    def _phase(self, work: Callable[[RecipeRun], None], name: str, *, limits: bool = True) -> None:
         """Run ``work`` for every recipe at once; watch the clock and the cancel while waiting."""
         threads = [
             threading.Thread(
@@ -329,11 +249,11 @@ class _SetRun:
                 alive[0].join(_TICK)
         finally:
             if any(t.is_alive() for t in threads):  # interrupted: end every task first
-                self.stop.set()
+                self.stop.end()
             for t in threads:
                 t.join()
 
-    def _guarded(self, work: Callable[[_Recipe], None], r: _Recipe) -> None:
+    def _guarded(self, work: Callable[[RecipeRun], None], r: RecipeRun) -> None:
         try:
             work(r)
         except Exception as exc:
@@ -341,98 +261,54 @@ class _SetRun:
             self.reporter.log(f"{r.label}: {reason}")
             if r.reason is None and not r.finished:
                 r.reason = reason
-                self._request_stop(StopKind.ABORT, f"{r.label}: {reason}")
+                self.stop.request(StopKind.ABORT, f"{r.label}: {reason}")
+
+    # -- stop requests ------------------------------------------------------------
 
     def _check_limits(self) -> None:
-        if self.lost is not None and self.lost.is_set():
-            self._request_stop(StopKind.LOST, "the set is no longer this supervisor's")
-        if self.cancel is not None and self.cancel.is_set():
-            self._request_stop(StopKind.CANCEL, "cancelled")
+        lost, cancel = self.context.lost, self.context.cancel
+        if lost is not None and lost.is_set():
+            self.stop.request(StopKind.LOST, "the set is no longer this supervisor's")
+        if cancel is not None and cancel.is_set():
+            self.stop.request(StopKind.CANCEL, "cancelled")
         max_time = self.max_time
         if (
             self.began is not None
             and max_time is not None
-            and self.clock() >= self.began + max_time
+            and self.context.clock() >= self.began + max_time
         ):
-            self._request_stop(StopKind.MAX_TIME, f"exceeded max_time of {max_time:g} s")
-
-    def _request_stop(self, kind: StopKind, reason: str) -> None:
-        with self._stop_lock:
-            if self.stop_kind is not None and kind is not StopKind.LOST:
-                return
-            if self.stop_kind is StopKind.LOST:
-                return
-            self.stop_kind, self.stop_reason = kind, reason
-        self.reporter.log(f"stopping the set: {reason}")
-        self.stop.set()
+            self.stop.request(StopKind.MAX_TIME, f"exceeded max_time of {max_time:g} s")
 
     def _beat(self, done: threading.Event) -> None:
         while True:
             self._hear_max_time(self.reporter.heartbeat())
-            if done.wait(self.heartbeat_every):
+            if done.wait(self.context.heartbeat_every):
                 return
 
     def _hear_max_time(self, heard: float | None) -> None:
         """A heartbeat's answer moved the set's max_time (extended): keep to the new one."""
-        if heard is None or heard <= 0 or heard == self.max_time or self.plan.max_time is None:
+        if (
+            heard is None
+            or heard <= 0
+            or heard == self.max_time
+            or self.context.plan.max_time is None
+        ):
             return  # a set without a max_time never gets one
         self.max_time = heard
         self.reporter.log(f"the set's max_time is now {heard:g} s")
 
-    # -- per recipe -----------------------------------------------------------
+    # -- the tasks and their steps ------------------------------------------------
 
-    def _provision(self, r: _Recipe) -> None:
-        assert r.backend is not None
-        r.touched = True
-        self.reporter.recipe_state(r.plan.id, RecipeState.INSTALLING)
-        self.reporter.log(f"{r.label}: provisioning")
-        workspace = Workspace(
-            r.log_dir, self.workspace_dir, self.plan.ref_commit, provision=r.plan.provision
-        )
-        try:
-            r.backend.provision(r.plan.system, workspace, cancel_event=self.stop)
-        except Exception as exc:
-            if self.stop.is_set():
-                self.reporter.log(f"{r.label}: provisioning stopped: {exc}")
-                return
-            r.reason = f"provisioning failed: {exc}"
-            self._request_stop(StopKind.ABORT, f"{r.label}: {r.reason}")
-            return
-        for g in r.guests:
-            if not self._make_guest(r, g):
-                return
-
-    def _make_guest(self, r: _Recipe, g: _Guest) -> bool:
-        """Create one guest of a provisioned system (the lab's guest hook); False: stop."""
-        assert r.backend is not None
-        if self.stop.is_set():
-            return False
-        name = g.plan.system.fqdn
-        self.reporter.log(f"{r.label}: creating guest {name}")
-        g.made = True
-        workspace = Workspace(g.log_dir, self.workspace_dir, self.plan.ref_commit)
-        try:
-            r.backend.provision(g.plan.system, workspace, cancel_event=self.stop)
-        except Exception as exc:
-            if self.stop.is_set():
-                self.reporter.log(f"{r.label}: creating guest {name} stopped: {exc}")
-                return False
-            r.reason = f"guest {name} could not be created: {exc}"
-            self._request_stop(StopKind.ABORT, f"{r.label}: {r.reason}")
-            return False
-        return True
-
-    def _run_recipe(self, r: _Recipe) -> None:
+    def _run_recipe(self, tasks: TaskRunner, r: RecipeRun) -> None:
         """The recipe's tasks, and each guest's at the same time (the guests exist now)."""
         assert r.backend is not None
         self.reporter.recipe_state(r.plan.id, RecipeState.RUNNING)
-        roles = role_members(self.plan)
         done: list[bool] = []
 
-        def guest(g: _Guest) -> None:
+        def guest(g: Guest) -> None:
             # as _guarded does for a recipe: an internal error aborts, never vanishes
             self._guarded(
-                lambda _r: done.append(self._run_tasks(r, g.place, g.plan.tasks, roles)), r
+                lambda _r: done.append(self._run_tasks(tasks, r, g.place, g.plan.tasks)), r
             )
 
         threads = [
@@ -444,7 +320,7 @@ class _SetRun:
         for t in threads:
             t.start()
         try:
-            own = self._run_tasks(r, r.place, r.plan.tasks, roles, stepped=True)
+            own = self._run_tasks(tasks, r, r.place, r.plan.tasks, stepped=True)
         finally:
             self.steps.leave(r.plan.id)  # its partners must not wait for steps it will not run
         for t in threads:
@@ -453,10 +329,10 @@ class _SetRun:
 
     def _run_tasks(
         self,
-        r: _Recipe,
-        place: _Place,
-        tasks: tuple[TaskPlan, ...],
-        roles: dict[str, list[str]],
+        tasks: TaskRunner,
+        r: RecipeRun,
+        place: Place,
+        plans: tuple[TaskPlan, ...],
         *,
         stepped: bool = False,
     ) -> bool:
@@ -464,195 +340,29 @@ class _SetRun:
 
         ``stepped``: the recipe's own tasks, each waiting for its step of the set's one
         ordered task list (a guest's tasks have no steps)."""
-        for task in tasks:
+        for task in plans:
             if self.stop.is_set():
                 return False
-            if stepped and not self.steps.wait(task.step, self.stop):
+            if stepped and not self.steps.wait(task.step, self.stop.event):
                 return False
-            outcome, abort = self._run_task(r, task, roles, place)
-            r.tasks.append(outcome)
-            if abort is not None:
-                with self._stop_lock:
-                    if r.reason is None:
-                        r.reason = abort
-                self._request_stop(StopKind.ABORT, f"{r.label}: {abort}")
+            end = tasks.run(r, task, place)
+            r.tasks.append(end.outcome)
+            if end.abort is not None:
+                r.abort(end.abort)
+                self.stop.request(StopKind.ABORT, f"{r.label}: {end.abort}")
                 return False  # the set stops before leave() lets a partner's next step go
-            if outcome.stopped:
+            if end.outcome.stopped:
                 return False
             if stepped:
                 self.steps.done(r.plan.id, task.step)
         return True
 
-    def _run_task(
-        self, r: _Recipe, task: TaskPlan, roles: dict[str, list[str]], place: _Place
-    ) -> tuple[TaskOutcome, str | None]:
-        """Run one task; the outcome, and the reason to abort the recipe if it must."""
-        assert r.backend is not None
-        log_path = place.log_dir / task_log_name(task.id, self.reporter.mask(task.name))
-        what = f"task {task.id} ({task.name})"
-        if place.guest is not None:
-            what += f" on guest {place.system.fqdn}"
-        self.reporter.task_started(task.id)
-        start = self.clock()
-
-        def done(result: Result, code: int | None, message: str, **flags: bool) -> TaskOutcome:
-            with MaskedLog(log_path, self.plan.secrets) as log:
-                log.line(f"== {stamp()} {result.value}: {message}")
-            self.reporter.task_finished(task.id, code, result, log_path, message)
-            return TaskOutcome(
-                task.id, result, code, message, log_path, duration=self.clock() - start, **flags
-            )
-
-        with MaskedLog(log_path, self.plan.secrets) as log:
-            if task.command is not None:
-                shown = task.command
-            elif task.fetch_url is not None:
-                shown = f"fetched task {task.name} from {task.fetch_url}"
-            else:
-                shown = f"named task {task.name}"
-            log.line(f"== {stamp()} {what} on {place.system.fqdn}: {shown}")
-        command: list[str] | str
-        cwd: str | None = None
-        timeout = task.timeout
-        try:
-            env = task_environment(
-                self.plan, r.plan, task, roles, system=place.system, role=place.role
-            )
-            if task.fetch_url is not None:
-                try:
-                    command, cwd, timeout = self._fetched(r, task, place, env, log_path)
-                except (FetchError, TaskDirError) as exc:
-                    return done(Result.FAIL, None, str(exc)), f"{what}: {exc}"
-            elif task.command is None:
-                rel = task_path(task.name)
-                found = r.backend.locate_task(place.system, str(rel))
-                if found is None:
-                    return done(
-                        Result.WARN, None, f"no command and no {rel} in the workspace"
-                    ), None
-                command = [found]
-            else:
-                command = task.command
-            outcome = r.backend.run(
-                place.system,
-                command,
-                env=env,
-                cwd=cwd,
-                timeout=timeout,
-                log_path=log_path,
-                cancel_event=self.stop,
-                secrets=self.plan.secrets,
-            )
-        except PlanError as exc:
-            return done(Result.WARN, None, str(exc)), None
-        except Exception as exc:
-            message = f"could not run: {exc}"
-            return done(Result.FAIL, None, message), f"{what} {message}"
-        if outcome.timed_out:
-            assert timeout is not None
-            message = f"timed out after {timeout:g} s; its processes were killed"
-            abort = f"{what} exceeded its timeout of {timeout:g} s"
-            return done(Result.FAIL, outcome.exit_code, message, timed_out=True), abort
-        if outcome.cancelled:
-            if self.stop_kind is StopKind.CANCEL:
-                return done(Result.WARN, outcome.exit_code, "cancelled", stopped=True), None
-            message = f"killed: {self.stop_reason}"
-            return done(Result.FAIL, outcome.exit_code, message, stopped=True), None
-        result, message = judge_exit(outcome.exit_code)
-        return done(result, outcome.exit_code, message), None
-
-    def _fetched(
-        self, r: _Recipe, task: TaskPlan, place: _Place, env: dict[str, str], log_path: Path
-    ) -> tuple[list[str], str, float | None]:
-        """Fetch a task into the workspace: its command, directory and timeout (the job's,
-        else a RSTRNT_MAX_TIME parameter's, else its metadata's max_time)."""
-        assert r.backend is not None
-        assert task.fetch_url is not None
-        fetched = fetch_task(task.fetch_url, task.fetch_subdir, self.fetch)
-        how = read_task_dir(fetched.directory)
-        rel = f"{FETCHED_DIR}/{task.id}"
-        r.backend.put_task(place.system, fetched.directory, rel)
-        taken = [*role_members(self.plan), *self.plan.env]
-        check_names(how.environment, what="metadata environment variable", taken=taken)
-        env.update({k: v for k, v in how.environment.items() if k not in task.params})
-        env.setdefault("TEST", how.name or task.name)
-        env.setdefault("RSTRNT_TASKNAME", how.name or task.name)
-        timeout = task.timeout
-        override = next((str(task.params[p]) for p in MAX_TIME_PARAMS if p in task.params), None)
-        if timeout is None and override is not None:
-            timeout = parse_time(override)
-        if timeout is None:
-            timeout = how.max_time
-        with MaskedLog(log_path, self.plan.secrets) as log:
-            commit = f" at commit {fetched.commit}" if fetched.commit else ""
-            log.line(f"== fetched from {fetched.url}{commit} into $LABQ_WORKSPACE/{rel}")
-            if how.name and how.name != task.name:
-                log.line(f"== the task calls itself {how.name} (its metadata)")
-            if how.dependencies:
-                log.line(f"== dependencies (not installed by labq): {' '.join(how.dependencies)}")
-            limit = "none" if timeout is None else f"{timeout:g} s"
-            log.line(f"== running {shlex.join(how.command)} (timeout {limit})")
-        return list(how.command), rel, timeout
-
-    def _archive(self, r: _Recipe) -> None:
-        """Collect the system's logs, and each guest's, then destroy the guests."""
-        assert r.backend is not None
-        try:
-            r.backend.collect_logs(r.plan.system, r.log_dir / "collected")
-            mask_tree(r.log_dir / "collected", self.plan.secrets)
-        except Exception as exc:
-            r.logs_error = f"collecting logs failed: {exc}"
-            self.reporter.log(f"{r.label}: {r.logs_error}")
-        for g in r.guests:
-            if g.made:
-                self._end_guest(r, g)
-
-    def _end_guest(self, r: _Recipe, g: _Guest) -> None:
-        assert r.backend is not None
-        name = g.plan.system.fqdn
-        try:
-            r.backend.collect_logs(g.plan.system, g.log_dir / "collected")
-            mask_tree(g.log_dir / "collected", self.plan.secrets)
-        except Exception as exc:
-            r.logs_error = f"collecting the logs of guest {name} failed: {exc}"
-            self.reporter.log(f"{r.label}: {r.logs_error}")
-        self.reporter.log(f"{r.label}: destroying guest {name}")
-        try:
-            r.backend.cleanup(g.plan.system, log_dir=g.log_dir)
-        except Exception as exc:
-            r.cleanup_error = f"destroying guest {name} failed: {exc}"
-            self.reporter.log(f"{r.label}: {r.cleanup_error}")
-
-    def _cleanup(self, r: _Recipe) -> None:
-        assert r.backend is not None
-        state, _ = self._final_state(r)
-        if state is RecipeState.COMPLETED and all(t.result is not Result.FAIL for t in r.tasks):
-            return
-        self.reporter.log(f"{r.label}: cleaning up")
-        try:
-            r.backend.cleanup(r.plan.system, log_dir=r.log_dir)
-            r.cleaned_up = True
-        except Exception as exc:
-            r.cleanup_error = f"clean-up failed: {exc}"
-            self.reporter.log(f"{r.label}: {r.cleanup_error}")
-
     # -- the end ------------------------------------------------------------
-
-    def _final_state(self, r: _Recipe) -> tuple[RecipeState, str | None]:
-        if r.reason is not None:
-            return RecipeState.ABORTED, r.reason
-        if r.finished:
-            return RecipeState.COMPLETED, None
-        if self.stop_kind is StopKind.CANCEL:
-            return RecipeState.CANCELLED, self.stop_reason
-        if self.stop_kind is StopKind.MAX_TIME:
-            return RecipeState.ABORTED, self.stop_reason
-        return RecipeState.ABORTED, f"aborted with its recipe set: {self.stop_reason}"
 
     def _finish(self) -> SetOutcome:
         outcomes = []
         for r in self.recipes:
-            state, reason = self._final_state(r)
+            state, reason = final_state(r, self.stop)
             tasks = tuple(r.tasks)
             outcomes.append(
                 RecipeOutcome(
@@ -668,9 +378,10 @@ class _SetRun:
                     r.logs_error,
                 )
             )
-            if self.stop_kind is not StopKind.LOST:
+            if self.stop.kind is not StopKind.LOST:
                 self.reporter.recipe_state(r.plan.id, state, reason)
-        outcome = SetOutcome(self.plan.id, tuple(outcomes), self.dir, self.reporter.errors())
+        plan = self.context.plan
+        outcome = SetOutcome(plan.id, tuple(outcomes), self.context.set_dir, self.reporter.errors())
         result = outcome.result.value if outcome.result else "none"
-        self.reporter.log(f"set {self.plan.id} ends {outcome.state.value}, result {result}")
+        self.reporter.log(f"set {plan.id} ends {outcome.state.value}, result {result}")
         return outcome

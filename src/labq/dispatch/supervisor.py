@@ -60,11 +60,12 @@ from labq.dispatch.plan import GuestPlan, RecipePlan, SetPlan, SystemInfo, TaskP
 from labq.dispatch.provisioning import provision_environment
 from labq.dispatch.results import SetOutcome
 from labq.dispatch.runner import BackendFor, run_set
-from labq.domain.job import TaskSpec
+from labq.domain.job import RecipeSpec, TaskSpec
+from labq.domain.model import System
 from labq.domain.states import RecipeState
 from labq.errors import ClaimLost, LabqError
 from labq.store import Repository, default_url, make_engine, reading, transaction
-from labq.store.views import RecipeSetView, TaskView
+from labq.store.views import RecipeSetView, RecipeView, TaskView
 
 EXIT_RAN = 0
 EXIT_COULD_NOT_RUN = 1
@@ -87,49 +88,8 @@ def load_plan(repo: Repository, set_id: int) -> SetPlan:
     recipes = []
     for recipe, spec in zip(view.recipes, view.spec.recipes, strict=True):
         assert recipe.system is not None  # _check_runnable saw to it
-        system = repo.get_system(recipe.system)
-        address = system.attributes.get("address")
-        info = SystemInfo(
-            fqdn=system.fqdn,
-            lab=system.lab,
-            arch=system.arch,
-            attributes=dict(system.attributes),
-            address=address if isinstance(address, str) else None,
-        )
-        # the guests' tasks are task rows of their host recipe, after its own
-        specs = [*spec.tasks, *(t for g in spec.guests for t in g.tasks)]
-        steps = [
-            *task_steps(spec.metadata, len(spec.tasks)),
-            *[None] * (len(specs) - len(spec.tasks)),
-        ]
-        plans = iter(
-            [_task_plan(v, t, n) for v, t, n in zip(recipe.tasks, specs, steps, strict=True)]
-        )
-        tasks = tuple(next(plans) for _ in spec.tasks)
-        guests = tuple(
-            GuestPlan(
-                system=dataclasses.replace(
-                    info,
-                    fqdn=guest.name or f"guest{n}.{info.fqdn}",
-                    address=None,
-                    guest_of=info.fqdn,
-                    guest_args=guest.args,
-                ),
-                tasks=tuple(next(plans) for _ in guest.tasks),
-                role=guest.role,
-            )
-            for n, guest in enumerate(spec.guests, start=1)
-        )
-        recipes.append(
-            RecipePlan(
-                id=recipe.id,
-                system=info,
-                tasks=tasks,
-                role=spec.role,
-                guests=guests,
-                provision=provision_environment(spec.metadata),
-            )
-        )
+        info = _system_info(repo.get_system(recipe.system))
+        recipes.append(_recipe_plan(recipe, spec, info))
     ref = job.spec.ref
     return SetPlan(
         id=view.id,
@@ -138,6 +98,51 @@ def load_plan(repo: Repository, set_id: int) -> SetPlan:
         max_time=None if view.spec.max_time is None else float(view.spec.max_time),
         ref_repo=None if ref is None else ref.repo,
         ref_commit=None if ref is None else ref.commit,
+    )
+
+
+def _system_info(system: System) -> SystemInfo:
+    address = system.attributes.get("address")
+    return SystemInfo(
+        fqdn=system.fqdn,
+        lab=system.lab,
+        arch=system.arch,
+        attributes=dict(system.attributes),
+        address=address if isinstance(address, str) else None,
+    )
+
+
+def _recipe_plan(recipe: RecipeView, spec: RecipeSpec, info: SystemInfo) -> RecipePlan:
+    """A recipe's plan on the system ``info``: its tasks, and its guests' with theirs."""
+    # the guests' tasks are task rows of their host recipe, after its own
+    specs = [*spec.tasks, *(t for g in spec.guests for t in g.tasks)]
+    steps = [
+        *task_steps(spec.metadata, len(spec.tasks)),
+        *[None] * (len(specs) - len(spec.tasks)),
+    ]
+    plans = iter([_task_plan(v, t, n) for v, t, n in zip(recipe.tasks, specs, steps, strict=True)])
+    tasks = tuple(next(plans) for _ in spec.tasks)
+    guests = tuple(
+        GuestPlan(
+            system=dataclasses.replace(
+                info,
+                fqdn=guest.name or f"guest{n}.{info.fqdn}",
+                address=None,
+                guest_of=info.fqdn,
+                guest_args=guest.args,
+            ),
+            tasks=tuple(next(plans) for _ in guest.tasks),
+            role=guest.role,
+        )
+        for n, guest in enumerate(spec.guests, start=1)
+    )
+    return RecipePlan(
+        id=recipe.id,
+        system=info,
+        tasks=tasks,
+        role=spec.role,
+        guests=guests,
+        provision=provision_environment(spec.metadata),
     )
 
 

@@ -293,20 +293,8 @@ class SshBackend:
     ) -> Outcome:
         pidfile = f"{self.ws}/.labq/pid-{uuid.uuid4().hex}"
         end = f"labq-end-{uuid.uuid4().hex}"
-        remote = shlex.join(
-            [
-                "exec",
-                "/bin/sh",
-                "-c",
-                _TASK_WRAPPER,
-                "labq-task",
-                pidfile,
-                self.ws,
-                cwd or ".",
-                end,
-                *argv,
-            ]
-        )
+        wrapper = ["exec", "/bin/sh", "-c", _TASK_WRAPPER, "labq-task"]
+        remote = shlex.join([*wrapper, pidfile, self.ws, cwd or ".", end, *argv])
         variables = "".join(f"{k}={shlex.quote(v)}\n" for k, v in env.items()) + f"{end}\n"
         deadline = None if timeout is None else time.monotonic() + timeout
         timed_out = cancelled = False
