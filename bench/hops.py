@@ -8,25 +8,23 @@ README's lab ``lab1``, pool ``perf`` and system ``s1.lab1``; then, with the wind
 ``labq job submit examples/job.yaml --wait`` (the README's first job: one recipe, one task
 that echoes), until that command exits, which is when the job has ended.
 
-Every labq process (the CLI, the server, its fork server, the supervisor it forks) runs with
-a copy of ``bench/hops_trace`` on ``PYTHONPATH``, whose ``sitecustomize`` records each call from a
-function of one labq module to a function of another while the window is open: see its
-docstring. The server's background loops are not followed: the threads
+Every labq process (the CLI, the server, its fork server, the supervisor it forks) runs
+with a copy of ``bench/hops_trace`` on ``PYTHONPATH``, whose ``sitecustomize`` records each
+call from a function of one labq module to a function of another while the window is open:
+see its docstring. The server's background loops are not followed: the threads
 ``labq-housekeeping`` (``labq.service.housekeeping``: retention, reminders, metrics) and
 ``labq-leader`` (``labq.service.leader``: the leadership lease), which tick whether or not
 anything was submitted.
 
-The figures:
-
 Hops are taken thread by thread: the threads (a process's command and a thread name) in
 the order of their first hop, and the calls of each in the order it made them; so the way
-concurrent threads happen to interleave changes neither the order nor the figures.
+concurrent threads happen to interleave changes neither the order nor the figures. Then:
 
 - **hops**: the distinct module-to-module call edges (``labq.a`` → ``labq.b``), each
   counted once, however often and in whichever process it was made;
 - **modules**: the distinct labq modules at either end of a hop;
-- **returns**: the hops, taken in the order of their first call, whose callee module had
-  already been entered (at either end of an earlier hop);
+- **returns**: the hops, taken in that order, whose callee module had already been
+  entered (at either end of an earlier hop);
 - **returns to a caller**: those of the returns whose callee had itself called another
   module before: control coming back to a module that had handed it on, rather than one
   more call of a leaf such as ``labq.domain.states``.
