@@ -4,9 +4,10 @@
 
 What it does, the same way every run: ``labq init`` and ``labq server`` on a fresh SQLite
 database and data directory (in a temporary folder, on a free port); through the CLI, the
-README's lab ``lab1``, pool ``perf`` and system ``s1.lab1``; then, with the window open,
-``labq job submit examples/job.yaml --wait`` (the README's first job: one recipe, one task
-that echoes), until that command exits, which is when the job has ended.
+README's lab ``lab1``, pool ``perf`` and system ``s1.lab1``, and a new token for the
+submission (so that its first request always has the server look the token up); then, with
+the window open, ``labq job submit examples/job.yaml --wait`` (the README's first job: one
+recipe, one task that echoes), until that command exits, which is when the job has ended.
 
 Every labq process (the CLI, the server, its fork server, the supervisor it forks) runs
 with a copy of ``bench/hops_trace`` on ``PYTHONPATH``, whose ``sitecustomize`` records each
@@ -132,6 +133,10 @@ def follow_one_submission(where: Path) -> list[Call]:
             "--pool",
             "perf",
         )
+        # A token of its own for the submission: its first request always looks it up (the
+        # server remembers a verdict for 10 s), however slow the machine is today.
+        made = json.loads(_run(env, "token", "create", "hops", "--json"))
+        env["LABQ_TOKEN"] = made["secret"]
         time.sleep(1.0)  # what adding the system set off is over before the window opens
         opened = time.monotonic_ns()
         (trace / "start").touch()
