@@ -13,8 +13,13 @@ the repository; ``--config`` lays a scenario ``config`` section over labq's defa
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # where ../shared is: tests/realjobs
+
+from tests.realjobs import TRACES
 
 from labq.sim.metrics import Metrics, measure, stuck
 from labq.sim.runner import simulate
@@ -22,7 +27,6 @@ from labq.sim.scenario import with_config
 from labq.sim.swf import load_swf
 
 DEFAULT_POLICIES = "labq,easy,teuthology-dispatcher,teuthology-workers"
-SHARED_TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
 HEADER = (
     f"{'trace':24} {'policy':22} {'jobs':>6} {'mean wait h':>11} {'max wait h':>10}"
     f" {'mean bsld':>10} {'util':>7} {'stuck':>5} {'wall s':>7}"
@@ -38,9 +42,9 @@ def main() -> None:
     parser.add_argument("--policies", default=DEFAULT_POLICIES)
     parser.add_argument("--config", default=None)
     args = parser.parse_args()
-    traces = args.traces or sorted(str(p) for p in SHARED_TRACES.glob("*.swf.gz"))
+    traces = args.traces or sorted(str(p) for p in TRACES.glob("*.swf.gz"))
     if not traces:
-        parser.error(f"no traces in {SHARED_TRACES}: name the trace files")
+        parser.error(f"no traces in {TRACES}: name the trace files")
     print(HEADER)
     for trace in traces:
         scenario = load_swf(trace, nodes=None, limit=args.limit, estimate=args.estimate)

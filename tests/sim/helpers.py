@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from labq.sim.runner import Run, simulate
+from labq.sim.runs import SetRun
 from labq.sim.scenario import parse_scenario
-from labq.sim.world import SetRun
 
 
 def run(data: dict[str, Any], policy: str, seed: int = 0) -> Run:

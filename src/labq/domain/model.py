@@ -8,7 +8,7 @@ from typing import Final
 
 from labq.domain.inventory import Inventory
 from labq.domain.priority import Priority
-from labq.domain.requirements import Fact, Facts, Requirement, Scalar, matches
+from labq.domain.requirements import Fact, Facts, Scalar
 from labq.domain.states import Condition, Usage
 
 EVERYBODY: Final = "everybody"
@@ -109,29 +109,3 @@ class AccessPolicy:
             if cap is not None and (best is None or cap > best):
                 best = cap
         return best if any_pool else Priority.URGENT
-
-
-def is_viable(
-    system: System,
-    requirement: Requirement,
-    *,
-    group: str | None,
-    policy: AccessPolicy,
-    excluded: Iterable[str] = (),
-    force: bool = False,
-) -> bool:
-    """DESIGN.md § Words: the system matches, is automated, the group may use it, not excluded.
-
-    ``force`` (Beaker's ``hostRequires force=``) also accepts a manual or broken
-    system, never a removed one.
-    """
-    if system.fqdn in set(excluded):
-        return False
-    if force:
-        if system.condition is Condition.REMOVED:
-            return False
-    elif system.condition is not Condition.AUTOMATED:
-        return False
-    if policy.maximum(system.pools, group) is None:
-        return False
-    return matches(requirement, system.facts())

@@ -124,7 +124,7 @@ class _Reader:
         targets = self.targets(data)
         roles = self.roles(data, targets)
         host = self.host(data)
-        tasks = TaskReader(self, roles).read(self.merged_tasks(data))
+        tasks = TaskReader(self.error, roles).read(self.merged_tasks(data))
         out = []
         for index, names in enumerate(roles):
             path: DocPath = ("recipe_sets", 0, "recipes", index)

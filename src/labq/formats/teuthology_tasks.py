@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Callable, Mapping
+from typing import Any, Final
 
 from labq.domain.job import MAX_NAME
+from labq.errors import InputError
 from labq.formats.source import DocPath
-
-if TYPE_CHECKING:
-    from labq.formats.teuthology import _Reader
 
 COMMAND_TASKS: Final = frozenset({"exec", "sh"})
 _EVERY_ROLE: Final = frozenset({"all", "all-roles"})
@@ -26,13 +24,15 @@ _EVERY_HOST: Final = "all-hosts"
 _OPTIONS: Final = frozenset({"timeout", "retry", "sleep_for_retry"})
 
 Planned = list[list[tuple[dict[str, Any], DocPath]]]  # per recipe: (task, where it came from)
+# The job reader's way to say what is wrong at a place of the document (with its line)
+ErrorAt = Callable[[DocPath, str], InputError]
 
 
 class TaskReader:
     """Turns teuthology task entries into per-recipe labq tasks."""
 
-    def __init__(self, reader: _Reader, roles: list[list[str]]) -> None:
-        self.reader = reader
+    def __init__(self, error: ErrorAt, roles: list[list[str]]) -> None:
+        self.error = error
         self.roles = roles
         self.recipes_of: dict[str, list[int]] = {}
         for i, names in enumerate(roles):
@@ -45,17 +45,17 @@ class TaskReader:
         if tasks is None:
             return out
         if not isinstance(tasks, list):
-            raise self.reader.error(("tasks",), "'tasks' must be a list of {name: config} entries")
+            raise self.error(("tasks",), "'tasks' must be a list of {name: config} entries")
         for k, entry in enumerate(tasks):
             path: DocPath = ("tasks", k)
             if not isinstance(entry, Mapping) or len(entry) != 1:
                 got = f"{len(entry)} keys" if isinstance(entry, Mapping) else repr(entry)
-                raise self.reader.error(
+                raise self.error(
                     path, f"a task entry must be a mapping with exactly one key, got {got}"
                 )
             ((name, config),) = entry.items()
             if not isinstance(name, str) or not name:
-                raise self.reader.error(path, f"a task name must be text, not {name!r}")
+                raise self.error(path, f"a task name must be text, not {name!r}")
             if name in COMMAND_TASKS:
                 self.commands(name, config, (*path, name), out)
             else:
@@ -67,7 +67,7 @@ class TaskReader:
     def commands(self, name: str, config: object, path: DocPath, out: Planned) -> None:
         """Append one task per command to the recipes holding each named role."""
         if not isinstance(config, Mapping):
-            raise self.reader.error(path, f"'{name}' takes a mapping of role to commands")
+            raise self.error(path, f"'{name}' takes a mapping of role to commands")
         timeout = self.seconds(config, "timeout", path, least=1)
         tries = self.seconds(config, "retry", path, least=1)
         pause = self.seconds(config, "sleep_for_retry", path, least=0)
@@ -95,12 +95,12 @@ class TaskReader:
         if role == _EVERY_HOST:
             return [(i, None) for i in range(len(self.roles))]
         if not isinstance(role, str) or role not in self.recipes_of:
-            raise self.reader.error(where, f"role {role!r} is not in 'roles'")
+            raise self.error(where, f"role {role!r} is not in 'roles'")
         holders = self.recipes_of[role]
         if len(holders) > 1:
             # teuthology's exec takes the one machine of a role: (remote,) = only(role)
             entries = ", ".join(f"roles[{i}]" for i in holders)
-            raise self.reader.error(
+            raise self.error(
                 where,
                 f"role {role!r} is on {len(holders)} machines ({entries}); exec runs a "
                 "role's commands on exactly one: name a role of one machine, or all-hosts",
@@ -109,12 +109,10 @@ class TaskReader:
 
     def command_list(self, commands: object, where: DocPath) -> list[str]:
         if not isinstance(commands, list):
-            raise self.reader.error(where, "commands must be a list of text")
+            raise self.error(where, "commands must be a list of text")
         for i, command in enumerate(commands):
             if not isinstance(command, str) or not command.strip():
-                raise self.reader.error(
-                    (*where, i), f"a command must be text (quote it), not {command!r}"
-                )
+                raise self.error((*where, i), f"a command must be text (quote it), not {command!r}")
         return commands
 
     def seconds(
@@ -124,7 +122,7 @@ class TaskReader:
         if value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
-            raise self.reader.error(
+            raise self.error(
                 (*path, key), f"'{key}' must be a whole number, at least {least}, not {value!r}"
             )
         return value

@@ -23,24 +23,16 @@ from __future__ import annotations
 
 import math
 from collections import Counter, deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
 from labq.domain.locktable import ALL, Grant, LockTable, Outcome, Request, declared_grants
-
-if TYPE_CHECKING:
-    from labq.sim.world import RecipeRun, SetRun, World
+from labq.scheduler.decisions import Decision
+from labq.sim.policy import Policy
+from labq.sim.runs import LockStep, RecipeRun, SetRun
 
 EPSILON: Final = 1e-6  # seconds: float sums of times may miss an end by a rounding error
-
-
-@dataclass(frozen=True)
-class LockStep:
-    """One step of a recipe's lock plan: ``grant`` at ``at`` seconds of work, for ``hold`` s."""
-
-    grant: Grant
-    at: float
-    hold: float
 
 
 @dataclass(eq=False)
@@ -101,6 +93,21 @@ def covers(held: Grant, wanted: Grant) -> bool:
         and held.name in (wanted.name, ALL)
         and (held.exclusive or not wanted.exclusive)
     )
+
+
+class World(Protocol):
+    """What the lock service needs of the world (labq.sim.world.World): its clock, its sets,
+    its policy, and its event heap."""
+
+    now: float
+    sets: dict[int, SetRun]
+    policy: Policy
+
+    def apply(self, decisions: Sequence[Decision]) -> None: ...
+    def begin_run(self, run: SetRun) -> None: ...
+    def schedule_finish(self, time: float, set_id: int, token: int) -> None: ...
+    def schedule_step(self, time: float, set_id: int, recipe_id: int) -> None: ...
+    def schedule_release(self, time: float, set_id: int, hold: Hold) -> None: ...
 
 
 class Locking:

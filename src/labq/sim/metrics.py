@@ -10,7 +10,8 @@ from typing import Final
 from labq.domain.states import Condition, RecipeState, Usage
 from labq.domain.usage import time_in_usage
 from labq.scheduler.placement import gang_match, is_complete
-from labq.sim.world import SetRun, World
+from labq.sim.runs import SetRun
+from labq.sim.world import World
 
 TAU: Final = 10.0  # seconds: the bound of the bounded slowdown
 WORKING: Final = frozenset({Usage.INSTALLING, Usage.RUNNING})

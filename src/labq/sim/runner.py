@@ -16,10 +16,11 @@ from labq.domain.model import AccessPolicy, System
 from labq.domain.requirements import Requirement
 from labq.errors import InputError
 from labq.sim import world as w
-from labq.sim.locking import Hold, LockStep
+from labq.sim.locking import Hold
 from labq.sim.policy import Policy, registry
+from labq.sim.runs import LockStep, RecipeRun, SetRun
 from labq.sim.scenario import Scenario, SimJob, SimRecipe, SimRecipeSet
-from labq.sim.world import RecipeRun, SetRun, World
+from labq.sim.world import World
 
 
 @dataclass

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from labq.sim.runner import Run
+from labq.sim.runs import SetRun
 from labq.sim.scenario import Scenario
-from labq.sim.world import SetRun
 
 NAMES: Final = ("current", "new")
 TAU: Final = 10.0  # seconds: the bound of the bounded slowdown (as labq.sim.metrics)

@@ -5,17 +5,15 @@ See docs/simulation.md § Policies for what each one does and why it fails.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from labq.sim.baselines.base import Baseline
 from labq.sim.baselines.beaker_batch import BeakerBatch
 from labq.sim.baselines.easy import Easy
 from labq.sim.baselines.teuthology_dispatcher import TeuthologyDispatcher
 from labq.sim.baselines.teuthology_workers import TeuthologyWorkers
 
-if TYPE_CHECKING:
-    from labq.sim.policy import PolicyFactory
-
-BASELINES: dict[str, PolicyFactory] = {
+# Each is a policy factory (labq.sim.policy.registry says so to mypy): the registry names the
+# baselines, so they do not name it back.
+BASELINES: dict[str, type[Baseline]] = {
     "teuthology-workers": TeuthologyWorkers,
     "teuthology-dispatcher": TeuthologyDispatcher,
     "beaker-batch": BeakerBatch,

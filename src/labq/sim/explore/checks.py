@@ -19,7 +19,7 @@ from labq.scheduler import decisions as d
 from labq.scheduler.entries import SetEntry
 from labq.sim.explore.point import Context, Point
 from labq.sim.explore.view import View
-from labq.sim.world import RecipeRun
+from labq.sim.runs import RecipeRun
 
 
 @dataclass(frozen=True)

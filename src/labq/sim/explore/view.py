@@ -13,7 +13,7 @@ from labq.domain.states import Condition
 from labq.scheduler import decisions as d
 from labq.scheduler.entries import SetEntry
 from labq.sim.explore.point import Context, Point, recorder
-from labq.sim.world import RecipeRun
+from labq.sim.runs import RecipeRun
 
 Rank = tuple[int, float, int]
 Fits = Callable[[RecipeRun, str], bool]  # may this recipe use this system (here, now)?

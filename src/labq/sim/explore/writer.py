@@ -20,8 +20,8 @@ from labq.sim.explore.point import Event
 from labq.sim.explore.recorder import Call, Recorder
 from labq.sim.explore.search import Finding, Step, replay
 from labq.sim.runner import access_policy, simulate
+from labq.sim.runs import RecipeRun
 from labq.sim.scenario import load_scenario
-from labq.sim.world import RecipeRun
 
 
 def scenario_of(lab: Lab, path: tuple[Step, ...]) -> dict[str, Any]:
