@@ -1,6 +1,6 @@
 """``/pools``: list with access rules (everyone); add, membership and rules (admins).
 
-Membership and rule changes are told to the scheduler as ``access_changed``:
+Membership and rule changes are told to the scheduler as ``AccessChanged``:
 both change which groups may use which systems, and at what priority.
 """
 
