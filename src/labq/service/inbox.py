@@ -1,10 +1,11 @@
 """What the scheduler thread is told, in order: the API's events and the service's own.
 
-The API's events are :mod:`labq.domain.events`. Here are the ones only the
-service posts, each defined once, and :class:`Inbox`, the queue they wait in
-(made before the service, so the dispatcher's exit callback posts straight into
-it). A run of submissions queued one after another comes out as one
-:class:`Submissions`, handled in one transaction.
+The API's events are :mod:`labq.domain.events`. Here are the service's own, each
+defined once (a supervisor's exit, the consistency pass, the timer, and the
+barriers and wake-ups of the thread itself), and :class:`Inbox`, the queue they
+all wait in: made before the service, so that the dispatcher's exit callback
+posts straight into it. A run of submissions queued one after another comes out
+as one :class:`Submissions`, handled in one transaction.
 """
 
 from __future__ import annotations
@@ -65,9 +66,10 @@ class Stopping:
     """Wakes the thread to see that it is stopping."""
 
 
-Own = SupervisorExited | ConsistencyDue  # posted to the service from outside the API
-Handled = Event | Own | TimerDue | Submissions  # what the handlers' table covers
-Posted = Event | Own | TimerDue | Barrier | Stopping
+# the service's own events that others post: the dispatcher, a listener, tests
+ServiceEvent = SupervisorExited | ConsistencyDue
+Handled = Event | ServiceEvent | TimerDue | Submissions  # what the handlers' table covers
+Posted = Event | ServiceEvent | Barrier | Stopping  # what waits in the inbox
 
 
 def label_of(event: Handled) -> str:

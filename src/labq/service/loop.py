@@ -36,7 +36,7 @@ from labq.service.inbox import (
     ConsistencyDue,
     Handled,
     Inbox,
-    Own,
+    ServiceEvent,
     Stopping,
     TimerDue,
     label_of,
@@ -149,7 +149,7 @@ class SchedulerService:
 
     # --- events from the API and the dispatcher ----------------------------------
 
-    def post(self, event: Event | Own) -> None:
+    def post(self, event: Event | ServiceEvent) -> None:
         """Queue ``event`` for the scheduler thread (the API's, or the service's own)."""
         self.inbox.post(event)
 
