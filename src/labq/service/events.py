@@ -1,9 +1,10 @@
 """What the scheduler thread does for each event: one table from event type to handler.
 
 Each event is handled in one transaction. A handler feeds the event to the core,
-commits what it decides, and returns an :class:`~labq.service.outcome.Outcome`
-(the actions to take after the commit, a fresh core, when to wake next) for the
-loop to apply; it never touches the service itself.
+writes what it decides (committed with the event), and returns an
+:class:`~labq.service.outcome.Outcome` (the actions to take after the commit, a
+fresh core, when to wake next) for the loop to apply; it never touches the
+service itself, and no handler imports the loop.
 """
 
 from __future__ import annotations
@@ -335,7 +336,7 @@ ROUTES: Final[Mapping[type[Any], Route]] = dict(
 def handle(
     context: Context, repo: Repository, core: Scheduler, event: Handled, now: datetime
 ) -> Outcome:
-    """Feed one event to the core and commit what it decides."""
+    """Feed one event to its handler: the core decides, and its decisions are written."""
     return ROUTES[type(event)].handle(context, repo, core, event, now)
 
 
