@@ -49,9 +49,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' doubl
 from tests.doubles import RecordingDispatcher
 
 from labq.config import Settings
+from labq.domain.events import JobSubmitted
 from labq.domain.job import JobSpec
 from labq.domain.model import System
 from labq.domain.states import RecipeState
+from labq.service.inbox import SupervisorExited
 from labq.service.loop import SchedulerService
 from labq.service.timing import DECISION_SECONDS
 from labq.store import make_engine, transaction, upgrade
@@ -185,7 +187,7 @@ def measure(url: str, sets: int, repeat: int, profile: str | None) -> dict[str, 
     placing = cProfile.Profile() if profile == "place" else None
     if placing is not None:
         placing.enable()
-    out["place"] = sets / timed(service, lambda: service.job_submitted(job))
+    out["place"] = sets / timed(service, lambda: service.post(JobSubmitted(job)))
     if placing is not None:
         placing.disable()
         pstats.Stats(placing).sort_stats("tottime").print_stats(30)
@@ -195,14 +197,15 @@ def measure(url: str, sets: int, repeat: int, profile: str | None) -> dict[str, 
     if submitting is not None:
         submitting.enable()
     before = decided("submit")
-    samples = [timed(service, lambda j=j: service.job_submitted(j)) for j in queued]  # type: ignore[misc]
+    samples = [timed(service, lambda j=j: service.post(JobSubmitted(j))) for j in queued]  # type: ignore[misc]
     out["submit decided"] = mean_since("submit", before)
     if submitting is not None:
         submitting.disable()
         pstats.Stats(submitting).sort_stats("cumulative").print_stats(40)
     out["submit"] = statistics.median(samples)
     burst = [submit(engine, 1, clock()) for _ in range(repeat * 4)]
-    out["burst"] = timed(service, lambda: [service.job_submitted(j) for j in burst]) / len(burst)
+    burst_s = timed(service, lambda: [service.post(JobSubmitted(j)) for j in burst])
+    out["burst"] = burst_s / len(burst)
     ends = []
     before = decided("finished")
     profiler = cProfile.Profile() if profile == "finish" else None
@@ -211,7 +214,8 @@ def measure(url: str, sets: int, repeat: int, profile: str | None) -> dict[str, 
         run_supervisor(engine, set_id, claim, clock())
         if profiler is not None:
             profiler.enable()
-        ends.append(timed(service, lambda s=set_id, c=claim: service.set_finished(s, 0, c)))  # type: ignore[misc]
+        exited = SupervisorExited(set_id, 0, claim)
+        ends.append(timed(service, lambda e=exited: service.post(e)))  # type: ignore[misc]
         if profiler is not None:
             profiler.disable()
     out["finish"] = statistics.median(ends)

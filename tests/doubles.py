@@ -7,7 +7,7 @@ class RecordingDispatcher:
     """Starts nothing; remembers what it was told (the test plays each supervisor).
 
     ``claims`` keeps the claim each set was launched under, so a test can report
-    the set's end as its supervisor would (``service.set_finished(id, code, claim)``).
+    the set's end as its supervisor would (``service.post(SupervisorExited(id, code, claim))``).
     """
 
     def __init__(self) -> None:

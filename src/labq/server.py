@@ -18,19 +18,21 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 
 from labq import datadir
-from labq.api.events import QueueRow, WorkBell
 from labq.config import Settings
 from labq.datadir import DatabaseLock
 from labq.dispatch.dispatcher import Dispatcher
+from labq.domain.queue import QueueRow
 from labq.entrance import Entrance
 from labq.service import bridge
 from labq.service.housekeeping import Housekeeper
+from labq.service.inbox import Inbox
 from labq.service.leader import Leadership
 from labq.service.loop import SchedulerService, utcnow
 from labq.service.notify import EventRouter, Listener, conninfo
 from labq.service.routing import LabRouter
 from labq.serving import ConnectionLimits, accept_backlog, allow_descriptors, protocol_class
 from labq.store import database, reading, transaction
+from labq.usecases.ports import WorkBell
 
 log = logging.getLogger("labq.server")
 
@@ -57,15 +59,18 @@ class Server:
         """Become the scheduler: take the next leader epoch, adopt or start supervisors,
         rebuild from the database. Every scheduling write is fenced by that epoch."""
         with self._lock:
-            service: SchedulerService  # the closure below reads it once it exists
-
-            def finished(set_id: int, code: int | None, claim: str) -> None:
-                service.set_finished(set_id, code, claim)
-
-            dispatcher = Dispatcher(self.url, self.settings, finished, api_url=self.api_url)
+            inbox = Inbox()  # the service's: a supervisor's exit is posted straight into it
+            dispatcher = Dispatcher(
+                self.url, self.settings, inbox.supervisor_exited, api_url=self.api_url
+            )
             router = LabRouter(dispatcher, self.engine, self.bell)
             service = SchedulerService.elected(
-                self.engine, self.settings, router, holder=_holder(), on_deposed=self.deposed
+                self.engine,
+                self.settings,
+                router,
+                holder=_holder(),
+                on_deposed=self.deposed,
+                inbox=inbox,
             )
             epoch = service.epoch
             self.scheduler, self.dispatcher = service, dispatcher

@@ -15,14 +15,24 @@ import httpx
 import pytest
 from sqlalchemy import URL, Engine
 
-from labq.api import QueueRow
 from labq.api.app import create_app
 from labq.config import Settings
+from labq.domain.events import (
+    ConditionChanged,
+    Event,
+    JobsCancelled,
+    JobSubmitted,
+    LocksChanged,
+    PriorityChanged,
+    SystemAdded,
+)
 from labq.domain.model import System
 from labq.domain.priority import Priority
+from labq.domain.queue import QueueRow
 from labq.domain.states import Condition, RecipeState
 from labq.errors import NotFoundError
 from labq.formats.limits import Limits
+from labq.service.inbox import SupervisorExited
 from labq.service.loop import SchedulerService
 from labq.store import make_engine, reading, transaction, upgrade
 from tests.conftest import pg_copy
@@ -55,71 +65,42 @@ class Clock:
 
 @dataclass
 class Recorder:
-    """Events, each with whether its change was already committed when it came."""
+    """Events posted, each with whether its change was already committed when it came."""
 
     engine: Engine
-    calls: list[tuple[str, object, bool]] = field(default_factory=list)
+    calls: list[tuple[Event, bool]] = field(default_factory=list)
     rows: list[QueueRow] = field(default_factory=list)
 
-    def _seen(self, name: str, arg: object, committed: bool) -> None:
-        self.calls.append((name, arg, committed))
+    def post(self, event: Event) -> None:
+        self.calls.append((event, self._committed(event)))
 
-    def _job_visible(self, job_id: int) -> bool:
+    def _committed(self, event: Event) -> bool:
         with reading(self.engine) as repo:
-            try:
-                repo.load_job(job_id)
-            except NotFoundError:
-                return False
-        return True
-
-    def job_submitted(self, job_id: int) -> None:
-        self._seen("job_submitted", job_id, self._job_visible(job_id))
-
-    def jobs_cancelled(self, job_id: int) -> None:
-        with reading(self.engine) as repo:
-            done = repo.load_job(job_id).state.value == "cancelled"
-        self._seen("jobs_cancelled", job_id, done)
-
-    def priority_changed(self, job_id: int) -> None:
-        with reading(self.engine) as repo:
-            label = repo.load_job(job_id).sets[0].spec.priority.label
-        self._seen("priority_changed", job_id, label == "low")
-
-    def system_added(self, fqdn: str) -> None:
-        with reading(self.engine) as repo:
-            there = any(s.fqdn == fqdn for s in repo.list_systems())
-        self._seen("system_added", fqdn, there)
-
-    def condition_changed(self, fqdn: str) -> None:
-        with reading(self.engine) as repo:
-            broken = repo.get_system(fqdn).condition.value == "broken"
-        self._seen("condition_changed", fqdn, broken)
-
-    def access_changed(self) -> None:
-        self._seen("access_changed", None, True)
-
-    def filters_changed(self) -> None:
-        self._seen("filters_changed", None, True)
-
-    def pause_changed(self, lab: str) -> None:
-        self._seen("pause_changed", lab, True)
-
-    def set_ended(self, set_id: int) -> None:
-        self._seen("set_ended", set_id, True)
-
-    def reservation_changed(self, fqdn: str) -> None:
-        self._seen("reservation_changed", fqdn, True)
-
-    def locks_changed(self, set_id: int) -> None:
-        with reading(self.engine) as repo:
-            holds = set_id in repo.held_locks([set_id])
-        self._seen("locks_changed", set_id, holds)
+            match event:
+                case JobSubmitted(job_id):
+                    try:
+                        repo.load_job(job_id)
+                    except NotFoundError:
+                        return False
+                    return True
+                case JobsCancelled(job_id):
+                    return repo.load_job(job_id).state.value == "cancelled"
+                case PriorityChanged(job_id):
+                    return repo.load_job(job_id).sets[0].spec.priority.label == "low"
+                case SystemAdded(fqdn):
+                    return any(s.fqdn == fqdn for s in repo.list_systems())
+                case ConditionChanged(fqdn):
+                    return repo.get_system(fqdn).condition.value == "broken"
+                case LocksChanged(set_id):
+                    return set_id in repo.held_locks([set_id])
+                case _:
+                    return True
 
     def queue_view(self) -> list[QueueRow]:
         return self.rows
 
     def names(self) -> list[str]:
-        return [name for name, _, _ in self.calls]
+        return [type(event).__name__ for event, _ in self.calls]
 
 
 @dataclass
@@ -271,7 +252,7 @@ def play_set(
             for state in (*ON_THE_WAY, final):
                 repo.move_recipe(recipe.id, state, now=now)
     claim = repo_claim(engine, set_id)
-    service.set_finished(set_id, code, claim)
+    service.post(SupervisorExited(set_id, code, claim))
     service.drain()
 
 

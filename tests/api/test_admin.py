@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from labq.domain.events import ConditionChanged, SystemAdded
 from tests.api.conftest import Lab
 
 # (method, path, body): every change only an admin may make.
@@ -59,8 +60,8 @@ def test_system_add_and_condition_tell_the_scheduler_after_commit(lab: Lab) -> N
     again = lab.post("/systems/s9.lab/condition", json={"condition": "broken"})
     assert again.json()["changed"] is False
     assert lab.events.calls == [
-        ("system_added", "s9.lab", True),
-        ("condition_changed", "s9.lab", True),
+        (SystemAdded("s9.lab"), True),
+        (ConditionChanged("s9.lab"), True),
     ]
     shown = lab.get("/systems/s9.lab").json()
     assert shown["condition"] == "broken"
@@ -85,7 +86,7 @@ def test_an_inventory_is_set_shown_and_tells_the_scheduler(lab: Lab) -> None:
         "/api/v1/systems/s1.lab", json={"inventory": inventory}, headers=lab.auth("root")
     )
     assert again.json()["changed"] is False
-    assert lab.events.names() == ["access_changed"]  # once: the second changed nothing
+    assert lab.events.names() == ["AccessChanged"]  # once: the second changed nothing
     shown = lab.get("/systems/s1.lab").json()["inventory"]
     assert shown == {**inventory, "last_inventoried": "2026-11-20T10:00:00Z"}
 
@@ -130,7 +131,7 @@ def test_pool_rules_are_listed_and_tell_access_changed(lab: Lab) -> None:
     assert pools == [
         {"name": "perf", "systems": ["s1.lab"], "restricted": True, "rules": {"kernel-qe": "high"}}
     ]
-    assert lab.events.names() == ["access_changed"]
+    assert lab.events.names() == ["AccessChanged"]
 
 
 def test_duplicates_are_409(lab: Lab) -> None:

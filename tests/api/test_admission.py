@@ -25,6 +25,7 @@ from labq.config import Queue, Settings
 from labq.dispatch.dispatcher import Dispatcher
 from labq.domain.model import System
 from labq.domain.states import RecipeState
+from labq.service.inbox import Inbox
 from labq.service.loop import SchedulerService
 from labq.store import make_engine, reading, transaction
 
@@ -467,13 +468,9 @@ def real(template: Path, tmp_path: Path) -> Iterator[tuple[TestClient, Engine, d
         heartbeat_every=0.5,
         queue=Queue(running_limit=1),
     )
-    service: SchedulerService
-
-    def finished(set_id: int, code: int | None, claim: str) -> None:
-        service.set_finished(set_id, code, claim)
-
-    dispatcher = Dispatcher(url, settings, finished, poll_every=0.1)
-    service = SchedulerService.elected(engine, settings, dispatcher, holder="test")
+    inbox = Inbox()  # the service's: the dispatcher posts supervisors' exits into it
+    dispatcher = Dispatcher(url, settings, inbox.supervisor_exited, poll_every=0.1)
+    service = SchedulerService.elected(engine, settings, dispatcher, holder="test", inbox=inbox)
     service.start()
     try:
         with TestClient(create_app(engine, settings, service)) as client:

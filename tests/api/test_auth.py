@@ -69,7 +69,7 @@ def test_set_token_may_only_read(lab: Lab) -> None:
         answer = lab.client.post(API + path, json=body, headers=headers)
         assert answer.status_code == 403, path
         assert "set's token" in answer.json()["error"]["message"]
-    assert lab.events.names() == ["job_submitted"]
+    assert lab.events.names() == ["JobSubmitted"]
 
 
 def test_secret_shown_once_and_never_listed(lab: Lab) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from labq.domain.events import JobsCancelled, PriorityChanged
 from tests.api.conftest import Lab, submit
 
 NATIVE = "recipe_sets:\n- recipes:\n  - role: r0\n    tasks:\n    - {name: t, run: 'true'}\n"
@@ -30,7 +31,7 @@ def test_cancel_by_owner_changes_only_what_the_caller_may(lab: Lab) -> None:
         "cancelled",
         "new",
     )
-    assert lab.events.calls == [("jobs_cancelled", grouped, True)]
+    assert lab.events.calls == [(JobsCancelled(grouped), True)]
     # the same filter again: nothing left to cancel; the ended job is unchanged
     again = lab.post("/jobs/cancel", who="alice", json={"owner": "alice"}).json()
     assert (again["changed"], again["unchanged"], again["refused"]) == (
@@ -79,7 +80,7 @@ def test_priority_by_filter_refuses_raising_without_admin(lab: Lab) -> None:
     ]
     lowered = lab.post("/jobs/priority", who="alice", json={**body, "priority": "low"}).json()
     assert lowered["changed"] == [{"id": normal, "sets": 1}]
-    assert lab.events.calls == [("priority_changed", normal, True)]
+    assert lab.events.calls == [(PriorityChanged(normal), True)]
     raised = lab.post("/jobs/priority", who="root", json={"ids": [low, normal], "priority": "high"})
     assert [c["id"] for c in raised.json()["changed"]] == [low, normal]
 

@@ -14,6 +14,7 @@ from sqlalchemy import Engine, delete
 from labq.api.app import create_app
 from labq.config import Settings
 from labq.dispatch.database_reporter import DatabaseReporter
+from labq.domain.events import JobSubmitted
 from labq.formats.limits import Limits
 from labq.service.loop import SchedulerService
 from labq.store import make_engine, reading, transaction
@@ -88,7 +89,7 @@ def test_anyone_may_clone_and_the_clone_is_theirs_and_links_back(lab: Lab) -> No
     assert (shown["owner"], shown["cloned_from"], shown["whiteboard"]) == ("bob", original, "first")
     assert lab.get(f"/jobs/{original}").json()["cloned_from"] is None
     assert lab.get(f"/jobs/{clone}/source").text == COMMENTED  # unchanged: the same document
-    assert lab.events.calls == [("job_submitted", clone, True)]
+    assert lab.events.calls == [(JobSubmitted(clone), True)]
     with reading(lab.engine) as repo:
         assert repo.clones_of(original) == [clone]
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from labq.domain.states import RecipeState
+from labq.service.inbox import ConsistencyDue
 
 from .test_admission import QUICK, Live, LiveFactory, make_live  # noqa: F401 - a fixture
 
@@ -94,7 +95,7 @@ def test_a_set_whose_systems_are_away_waits_says_why_and_runs_when_one_is_back(
         broken: "every matching system is broken: s3.lab",
         away: "every matching system is broken or manual: s3.lab (broken), s4.lab (manual)",
     }
-    live.service.post("consistency")  # broken and manual systems may come back: no abort
+    live.service.post(ConsistencyDue())  # broken and manual systems may come back: no abort
     live.service.drain()
     assert [live.job(j)["state"] for j in (broken, away)] == ["queued", "queued"]
     condition(live, "s3.lab", "automated")
@@ -109,7 +110,7 @@ def test_a_waiting_set_whose_systems_are_removed_is_ended_by_the_consistency_pas
     condition(live, "s3.lab", "broken")
     job_id = live.submit(recipe_sets=[one_set(HOST_S3)])
     condition(live, "s3.lab", "removed")
-    live.service.post("consistency")
+    live.service.post(ConsistencyDue())
     live.service.drain()
     shown = live.job(job_id)
     assert shown["state"] == RecipeState.ABORTED.value

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from labq.domain.events import JobsCancelled, JobSubmitted, PriorityChanged
 from tests.api.conftest import API, EXAMPLES, Lab, add_example_systems, submit
 
 FORMATS = [
@@ -28,7 +29,7 @@ def test_submit_examples(lab: Lab, name: str, media: str, fmt: str) -> None:
     assert shown["source_format"] == fmt
     assert shown["state"] == "new"
     assert shown["sets"][0]["recipes"][0]["tasks"]
-    assert lab.events.calls == [("job_submitted", job_id, True)]
+    assert lab.events.calls == [(JobSubmitted(job_id), True)]
 
 
 def test_submit_json_and_format_parameter(lab: Lab) -> None:
@@ -116,9 +117,9 @@ def test_cancel_permissions(lab: Lab) -> None:
         "note": f"job {bobs} is already cancelled: nothing to cancel",
     }
     assert lab.events.calls == [
-        ("jobs_cancelled", own, True),
-        ("jobs_cancelled", grouped, True),
-        ("jobs_cancelled", bobs, True),
+        (JobsCancelled(own), True),
+        (JobsCancelled(grouped), True),
+        (JobsCancelled(bobs), True),
     ]
     assert lab.post("/jobs/999/cancel").status_code == 404
 
@@ -132,7 +133,7 @@ def test_priority_lowering_is_free_raising_needs_admin(lab: Lab) -> None:
     assert lab.post(f"/jobs/{job}/priority", who="bob", json={"priority": "low"}).status_code == 403
     lowered = lab.post(f"/jobs/{job}/priority", who="carol", json={"priority": "low"})
     assert lowered.json() == {"id": job, "priority": "low", "sets": [1], "note": None}
-    assert lab.events.calls == [("priority_changed", job, True)]
+    assert lab.events.calls == [(PriorityChanged(job), True)]
     again = lab.post(f"/jobs/{job}/priority", who="root", json={"priority": "urgent"})
     assert again.status_code == 200
     assert lab.get(f"/jobs/{job}").json()["sets"][0]["priority"] == "urgent"
@@ -159,7 +160,7 @@ def test_show_and_results(lab: Lab) -> None:
 
 
 def test_queue_reads_the_scheduler(lab: Lab) -> None:
-    from labq.api import QueueRow
+    from labq.domain.queue import QueueRow
 
     for _ in range(3):
         submit(lab, "alice", whiteboard="smoke")

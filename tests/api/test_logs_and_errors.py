@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from labq.api import QueueRow
+from labq.domain.events import Event
+from labq.domain.queue import QueueRow
 from labq.store import transaction
 from tests.api.conftest import API, T0, Lab, submit
 
@@ -95,10 +96,10 @@ def test_unknown_endpoint_and_method(lab: Lab) -> None:
 
 
 def test_events_that_fail_do_not_undo_or_fail_the_request(lab: Lab) -> None:
-    def broken(job_id: int) -> None:
+    def broken(event: Event) -> None:
         raise RuntimeError("scheduler queue closed")
 
-    lab.events.job_submitted = broken  # type: ignore[method-assign]
+    lab.events.post = broken  # type: ignore[method-assign]
     job = submit(lab)
     assert lab.get(f"/jobs/{job}").status_code == 200
 

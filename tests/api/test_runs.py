@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from labq.domain.events import JobsCancelled, JobSubmitted
 from tests.api.conftest import Lab
 
 NATIVE = "recipe_sets:\n- recipes:\n  - role: r0\n    tasks:\n    - {name: t, run: 'true'}\n"
@@ -20,7 +21,7 @@ def test_a_run_is_submitted_whole_and_shown_with_counts(lab: Lab) -> None:
     assert answer.status_code == 201, answer.text
     ids = answer.json()["jobs"]
     assert len(ids) == 2
-    assert lab.events.calls == [("job_submitted", i, True) for i in ids]
+    assert lab.events.calls == [(JobSubmitted(i), True) for i in ids]
     shown = lab.get("/runs/nightly-1").json()
     assert shown["counts"] == {"queued": 2, "running": 0, "pass": 0, "fail": 0, "dead": 0}
     assert [j["id"] for j in shown["jobs"]] == ids
@@ -70,7 +71,7 @@ def test_cancelling_a_run_cancels_its_jobs_with_permissions(lab: Lab) -> None:
     done = lab.post("/runs/r/cancel", who="alice", json={"reason": "wrong branch"})
     cancelled = {str(i): 1 for i in ids["jobs"]}
     assert done.json() == {"name": "r", "cancelled": cancelled, "note": None}
-    assert lab.events.calls == [("jobs_cancelled", i, True) for i in ids["jobs"]]
+    assert lab.events.calls == [(JobsCancelled(i), True) for i in ids["jobs"]]
     assert lab.get("/runs/r").json()["counts"]["dead"] == 2
     assert lab.post("/runs/r/cancel", who="alice").json() == {
         "name": "r",

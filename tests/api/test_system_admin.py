@@ -47,10 +47,10 @@ def test_edit_merges_attributes_moves_pools_and_labs_and_keeps_history(lab: Lab)
     assert shown["fields"] == ["lab", "arch", "attributes", "pools"]
     assert (shown["lab"], shown["arch"], shown["pools"]) == ("lab2", "ppc64le", [])
     assert shown["attributes"] == {"cpus": 16, "vendor": "ibm"}
-    assert lab.events.names() == ["access_changed"]  # the scheduler rebuilds what it knows
+    assert lab.events.names() == ["AccessChanged"]  # the scheduler rebuilds what it knows
     again = lab.client.patch("/api/v1/systems/s1.lab", json=body, headers=lab.auth("root"))
     assert again.json()["changed"] is False
-    assert lab.events.names() == ["access_changed"]
+    assert lab.events.names() == ["AccessChanged"]
     changes = lab.get("/systems/s1.lab/history").json()["changes"]
     actions = [(c["action"], c["old"], c["new"]) for c in changes]
     assert ("lab", "lab1", "lab2") in actions
@@ -94,7 +94,7 @@ def test_remove_marks_removed_keeps_history_and_summary_leaves_it_out(lab: Lab) 
         "recipe": None,
         "aborted_set": None,
     }
-    assert lab.events.names() == ["condition_changed"]
+    assert lab.events.names() == ["ConditionChanged"]
     assert lab.post("/systems/s2.lab/remove").json()["changed"] is False
     history = lab.get("/systems/s2.lab/history").json()
     assert history["history"][-1]["condition"] == "removed"

@@ -4,8 +4,21 @@ from __future__ import annotations
 
 import pytest
 
+from labq.domain.events import (
+    AccessChanged,
+    ConditionChanged,
+    JobsCancelled,
+    JobSubmitted,
+    PauseChanged,
+    PriorityChanged,
+    ReservationChanged,
+    SetEnded,
+    SystemAdded,
+    decode,
+    encode,
+)
 from labq.formats.native import validate_native
-from labq.service.notify import decode, encode
+from labq.service.inbox import ConsistencyDue
 from labq.store import transaction
 from tests.service.test_loop import (
     NOW,
@@ -23,15 +36,15 @@ def test_every_event_told_twice_changes_nothing_the_second_time(engine):
     dispatcher = RecordingDispatcher()
     service = make_service(engine, dispatcher)
     add_systems(engine, service, "a", "b", "c")
-    service.system_added("a")
+    service.post(SystemAdded("a"))
     job_id = submit(engine, service, recipes=2)
     before = service.handled
     for _ in range(2):
-        service.job_submitted(job_id)
-        service.post("submit", job_id)
-        service.priority_changed(job_id)
-        service.condition_changed("c")
-        service.post("consistency")
+        service.post(JobSubmitted(job_id))
+        service.post(JobSubmitted(job_id))  # the same again, as by NOTIFY
+        service.post(PriorityChanged(job_id))
+        service.post(ConditionChanged("c"))
+        service.post(ConsistencyDue())
     service.drain()
     assert len(dispatcher.started) == 1, "the set was started once"
     # the two submissions told back to back are taken together: 4 events a round
@@ -48,18 +61,32 @@ def test_a_job_stored_without_its_event_is_caught_by_the_consistency_pass(engine
     spec = validate_native({"recipe_sets": [{"recipes": [{}]}]}, source="t")
     with transaction(engine) as repo:
         repo.submit_job(spec, owner="alice", now=NOW, source_format="native")
-    service.post("consistency")  # as after a NOTIFY nobody heard
+    service.post(ConsistencyDue())  # as after a NOTIFY nobody heard
     service.drain()
     assert len(dispatcher.started) == 1
     service.stop()
 
 
 @pytest.mark.parametrize(
-    ("kind", "key"),
-    [("submit", 7), ("cancel", 1), ("priority", 12), ("system", "a.lab1"), ("access", None)],
+    "event",
+    [
+        JobSubmitted(7),
+        JobsCancelled(1),
+        PriorityChanged(12),
+        SystemAdded("a.lab1"),
+        AccessChanged(),
+        SetEnded(3),
+        PauseChanged("lab1"),
+    ],
 )
-def test_a_payload_decodes_to_what_was_encoded(kind, key):
-    assert decode(encode(kind, key)) == (kind, key)
+def test_a_payload_decodes_to_what_was_encoded(event):
+    assert decode(encode(event)) == event
+
+
+def test_the_wire_names_stay_as_they_were():
+    assert encode(JobSubmitted(7)) == "submit:7"
+    assert encode(AccessChanged()) == "access:"
+    assert encode(ReservationChanged("a.lab1")) == "reservation:a.lab1"
 
 
 @pytest.mark.parametrize("payload", ["", "nothing", "submit:x", "wake:", "consistency:"])

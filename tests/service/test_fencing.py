@@ -8,8 +8,10 @@ import threading
 import pytest
 
 from labq.config import Settings
+from labq.domain.events import JobSubmitted
 from labq.domain.states import RecipeState
 from labq.formats.native import validate_native
+from labq.service.inbox import ConsistencyDue
 from labq.service.loop import SchedulerService
 from labq.store import transaction
 from tests.doubles import RecordingDispatcher
@@ -40,7 +42,7 @@ def test_a_deposed_leader_commits_and_dispatches_nothing(engine):
     with transaction(engine) as repo:
         (rs,) = repo.load_job(job_id).sets
         assert {r.state for r in rs.recipes} == {RecipeState.NEW}, "nothing was committed"
-    new.job_submitted(job_id)
+    new.post(JobSubmitted(job_id))
     new.drain()
     assert new_dispatcher.started == [rs.id]
     old.stop()
@@ -59,7 +61,7 @@ def test_the_consistency_pass_repairs_a_set_the_scheduler_does_not_know(
         (rs,) = repo.load_job(job_id).sets
         repo.move_recipe(rs.recipes[0].id, RecipeState.QUEUED, now=NOW)
     with caplog.at_level(logging.WARNING, logger="labq.scheduler"):
-        service.post("consistency")
+        service.post(ConsistencyDue())
         service.drain()
     assert dispatcher.started == [rs.id]
     assert f"set {rs.id} is unfinished in the database, unknown to the scheduler" in caplog.text

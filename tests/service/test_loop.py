@@ -7,9 +7,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from labq.config import Health, Settings
+from labq.domain.events import ConditionChanged, JobsCancelled, JobSubmitted, SystemAdded
 from labq.domain.model import System
 from labq.domain.states import Condition, RecipeState, Usage
 from labq.formats.native import validate_native
+from labq.service.inbox import ConsistencyDue, SupervisorExited
 from labq.service.loop import SchedulerService
 from labq.store import database, transaction
 from tests.doubles import RecordingDispatcher
@@ -45,7 +47,7 @@ def add_systems(engine, service, *names):
         for name in names:
             repo.add_system(System(fqdn=name, lab="lab1"), actor="admin", now=NOW)
     for name in names:
-        service.system_added(name)
+        service.post(SystemAdded(name))
 
 
 def submit(engine, service, recipes=2, max_retries=0):
@@ -54,7 +56,7 @@ def submit(engine, service, recipes=2, max_retries=0):
     )
     with transaction(engine) as repo:
         job_id = repo.submit_job(spec, owner="alice", now=NOW, source_format="native")
-    service.job_submitted(job_id)
+    service.post(JobSubmitted(job_id))
     service.drain()
     return job_id
 
@@ -77,7 +79,7 @@ def test_a_submitted_job_is_scheduled_committed_then_dispatched(engine):
         assert {r.state for r in rs.recipes} == {RecipeState.SCHEDULED}
         assert dispatcher.started == [rs.id]
     run_to(engine, rs.id, RecipeState.COMPLETED)
-    service.set_finished(rs.id, 0, dispatcher.claims[rs.id])
+    service.post(SupervisorExited(rs.id, 0, dispatcher.claims[rs.id]))
     service.drain()
     with transaction(engine) as repo:
         assert {repo.get_system(f).usage for f in ("a", "b")} == {Usage.IDLE}
@@ -92,7 +94,8 @@ def test_a_dead_supervisor_aborts_its_recipes_and_the_set_is_retried(engine):
     add_systems(engine, service, "a", "b")
     job_id = submit(engine, service, recipes=1, max_retries=1)
     first = dispatcher.started[0]
-    service.set_finished(first, -9, dispatcher.claims[first])  # killed before it moved anything
+    # killed before it moved anything
+    service.post(SupervisorExited(first, -9, dispatcher.claims[first]))
     service.drain()
     with transaction(engine) as repo:
         sets = repo.load_job(job_id).sets
@@ -117,7 +120,7 @@ def test_a_system_that_keeps_aborting_is_marked_broken(engine):
         submit(engine, service, recipes=1)
         set_id = dispatcher.started[-1]
         run_to(engine, set_id, RecipeState.ABORTED)
-        service.set_finished(set_id, 0, dispatcher.claims[set_id])
+        service.post(SupervisorExited(set_id, 0, dispatcher.claims[set_id]))
         service.drain()
     with transaction(engine) as repo:
         system = repo.get_system("a")
@@ -138,7 +141,7 @@ def test_a_restarted_service_carries_on_from_the_database(engine):
 
     again = RecordingDispatcher()
     service = make_service(engine, again)
-    service.set_finished(first, 0, dispatcher.claims[first])
+    service.post(SupervisorExited(first, 0, dispatcher.claims[first]))
     service.drain()
     with transaction(engine) as repo:
         (rs,) = repo.load_job(waiting_job).sets
@@ -152,11 +155,11 @@ def test_a_change_stamped_by_a_clock_ahead_of_the_schedulers_needs_no_rebuild(en
     add_systems(engine, service, "a")
     with transaction(engine) as repo:  # the API's clock is a little ahead of the scheduler's
         repo.set_condition("a", Condition.BROKEN, now=NOW + timedelta(milliseconds=1), actor="t")
-    service.condition_changed("a")
+    service.post(ConditionChanged("a"))
     job_id = submit(engine, service, recipes=1)
     with transaction(engine) as repo:
         repo.set_condition("a", Condition.AUTOMATED, now=NOW + timedelta(milliseconds=2), actor="t")
-    service.condition_changed("a")
+    service.post(ConditionChanged("a"))
     service.drain()
     with transaction(engine) as repo:
         (rs,) = repo.load_job(job_id).sets
@@ -176,10 +179,11 @@ def test_a_cancelled_set_whose_supervisor_died_ends_cancelled_and_is_not_retried
     (set_id,) = dispatcher.started
     with transaction(engine) as repo:
         assert repo.cancel_job(job_id, actor="alice", now=NOW, reason="wrong kernel") == 1
-    service.jobs_cancelled(job_id)
+    service.post(JobsCancelled(job_id))
     service.drain()
     assert dispatcher.stopped == [set_id]
-    service.set_finished(set_id, -9, dispatcher.claims[set_id])  # killed before it ended anything
+    # killed before it ended anything
+    service.post(SupervisorExited(set_id, -9, dispatcher.claims[set_id]))
     service.drain()
     with transaction(engine) as repo:
         (rs,) = repo.load_job(job_id).sets
@@ -207,7 +211,7 @@ def test_a_retry_owed_by_a_set_that_ended_unheard_is_made_after_a_restart(engine
         assert sets[1].recipes[0].system not in (None, sets[0].recipes[0].system)
         assert repo.job_state(job_id) is not RecipeState.ABORTED
     assert again.started == [sets[1].id]
-    service.post("consistency")  # told again: nothing more happens
+    service.post(ConsistencyDue())  # told again: nothing more happens
     service.drain()
     with transaction(engine) as repo:
         assert len(repo.load_job(job_id).sets) == 2
@@ -223,7 +227,7 @@ def test_a_cancel_between_a_sets_abort_and_its_end_being_heard_stops_the_retry(e
     run_to(engine, first, RecipeState.ABORTED)  # the supervisor wrote the abort...
     with transaction(engine) as repo:  # ...and the owner cancels before the server hears it
         repo.cancel_job(job_id, actor="alice", now=NOW, reason="wrong kernel")
-    service.set_finished(first, 0, dispatcher.claims[first])
+    service.post(SupervisorExited(first, 0, dispatcher.claims[first]))
     service.drain()
     with transaction(engine) as repo:
         (only,) = repo.load_job(job_id).sets

@@ -14,8 +14,9 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from labq.api import QueueRow
+from labq.domain.events import JobSubmitted
 from labq.domain.job import JobSpec
+from labq.domain.queue import QueueRow
 from labq.domain.states import RecipeState
 from labq.formats.loader import parse_job
 from labq.store import reading, transaction
@@ -138,7 +139,7 @@ def test_a_form_without_the_session_csrf_token_changes_nothing(lab: Lab) -> None
     assert answer.status_code == 403
     with reading(lab.engine) as repo:
         assert repo.load_job(job).state is RecipeState.NEW
-    assert "jobs_cancelled" not in lab.events.names()
+    assert "JobsCancelled" not in lab.events.names()
 
 
 def test_cancel_is_offered_and_allowed_exactly_where_the_api_allows_it(lab: Lab) -> None:
@@ -161,7 +162,7 @@ def test_cancel_is_offered_and_allowed_exactly_where_the_api_allows_it(lab: Lab)
         follow_redirects=False,
     )
     assert answer.headers["location"] == f"/ui/jobs/{alices}?note=cancelled"
-    assert lab.events.names()[-1] == "jobs_cancelled"
+    assert lab.events.names()[-1] == "JobsCancelled"
     with reading(lab.engine) as repo:
         assert repo.load_job(alices).state is RecipeState.CANCELLED
 
@@ -211,7 +212,7 @@ def test_a_beaker_file_is_submitted_through_the_api_loader(lab: Lab) -> None:
     job = int(answer.headers["location"].split("/")[-1].split("?")[0])
     with reading(lab.engine) as repo:
         assert repo.load_job(job).source_format == "beaker"
-    assert ("job_submitted", job, True) in lab.events.calls
+    assert (JobSubmitted(job), True) in lab.events.calls
 
 
 def test_a_retry_is_marked_and_linked_to_its_original(lab: Lab) -> None:

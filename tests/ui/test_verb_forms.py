@@ -33,7 +33,7 @@ def test_a_user_reserves_a_free_system_for_some_hours(lab: Lab) -> None:
     )
     assert answer.status_code == 303
     assert answer.headers["location"] == "/ui/systems/s2.lab?note=reserved"
-    assert lab.events.names()[-1] == "job_submitted"
+    assert lab.events.names()[-1] == "JobSubmitted"
     with reading(lab.engine) as repo:
         (job,) = repo.list_jobs()
     assert job.owner == "bob"
@@ -87,7 +87,7 @@ def test_only_the_holder_or_an_admin_may_release(lab: Lab) -> None:
         f"{UI}/systems/s1.lab/release", data={"csrf": csrf_of(lab)}, follow_redirects=False
     )
     assert answer.headers["location"] == "/ui/systems/s1.lab?note=released"
-    assert lab.events.names()[-1] == "reservation_changed"
+    assert lab.events.names()[-1] == "ReservationChanged"
     with reading(lab.engine) as repo:
         assert repo.reservation_of("s1.lab") is None
 
@@ -163,7 +163,7 @@ def test_cancelling_the_jobs_shown_cancels_those_allowed_and_lists_the_refused(
         f"2 of the 3 jobs matched were cancelled (J:{alices[0]}, J:{alices[1]}). 1 refused (below)."
     )
     assert f"job {bobs} belongs to &#39;bob&#39;; &#39;alice&#39; may not change it" in answer.text
-    assert lab.events.names()[-1] == "jobs_cancelled"
+    assert lab.events.names()[-1] == "JobsCancelled"
     with reading(lab.engine) as repo:
         assert [repo.load_job(i).state for i in alices] == [RecipeState.CANCELLED] * 2
         assert repo.load_job(bobs).state is RecipeState.NEW

@@ -1,9 +1,5 @@
 """labq's HTTP JSON API (FastAPI): ``labq.api.app.create_app(engine, settings, events)``.
 
-The package itself exports only the seam to the scheduler, so that the web pages,
-which the app mounts, may use the API's modules without importing the app.
+``events`` is a :class:`~labq.usecases.ports.SchedulerPort`: where the API posts
+:mod:`labq.domain.events` after a commit, and the queue the scheduler sees.
 """
-
-from labq.api.events import Events, NoEvents, QueueRow
-
-__all__ = ["Events", "NoEvents", "QueueRow"]

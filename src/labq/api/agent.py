@@ -30,6 +30,7 @@ from labq.api.openapi import answers
 from labq.api.schemas import INTEGRAL, Body, Name, Offset, RowId
 from labq.dispatch import remote
 from labq.dispatch.logs import set_log_dir
+from labq.domain.events import LocksChanged, SetEnded
 from labq.errors import ClaimLost
 from labq.store import reading, transaction
 from labq.store.agents import AgentView
@@ -239,7 +240,7 @@ def ended(state: StateDep, me: AgentDep, set_id: RowId, body: EndBody) -> Any:
     """The set's supervisor exited and every report and log got through."""
     if not remote.end_set(state.engine, me, set_id, body.claim, body.code, now=state.clock()):
         return lost(ClaimLost(f"recipe set {set_id} is not this agent's under that claim"))
-    tell(lambda: state.events.set_ended(set_id))
+    tell(state.events, SetEnded(set_id))
     return {"ended": True}
 
 
@@ -251,5 +252,5 @@ def locks(state: StateDep, me: AgentDep, set_id: RowId, body: ClaimOnly) -> Any:
     except ClaimLost as exc:
         return lost(exc)
     if outcome.granted:
-        tell(lambda: state.events.locks_changed(set_id))
+        tell(state.events, LocksChanged(set_id))
     return {"granted": outcome.granted, "refused": outcome.refused, "waiting": outcome.describe()}

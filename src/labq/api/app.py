@@ -37,9 +37,9 @@ from labq.api import (
     usage,
 )
 from labq.api.deps import AppState, Clock, strict_query
-from labq.api.events import Events, WorkBell
 from labq.api.guard import Guard
 from labq.config import Settings
+from labq.usecases.ports import SchedulerPort, WorkBell
 from labq.web import site
 
 PREFIX = openapi.PREFIX
@@ -53,7 +53,7 @@ def utc_now() -> datetime:
 def create_app(
     engine: Engine,
     settings: Settings,
-    events: Events,
+    events: SchedulerPort,
     *,
     clock: Clock = utc_now,
     bell: WorkBell | None = None,

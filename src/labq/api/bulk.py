@@ -9,9 +9,7 @@ CLI asks for confirmation with it).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import timedelta
-from functools import partial
 from typing import Annotated, Any, Final
 
 from fastapi import APIRouter
@@ -22,6 +20,7 @@ from labq.api.errors import ApiError
 from labq.api.events import tell
 from labq.api.openapi import answers
 from labq.api.schemas import NO_NUL, Body, Name, PriorityLabel, Reason, RowId
+from labq.domain.events import EventSink, JobsCancelled, PriorityChanged
 from labq.domain.model import User
 from labq.domain.priority import Priority
 from labq.domain.states import RecipeState
@@ -113,7 +112,7 @@ def cancel_jobs(body: BulkCancel, app: StateDep, caller: UserDep) -> dict[str, A
                 if count:
                     changed.append({"id": job.id, "cancelled": count})
     if not body.dry_run:
-        _tell_each(changed, app.events.jobs_cancelled)
+        _tell_each(app.events, changed, JobsCancelled)
     return _answer(jobs, changed, refused, body.dry_run)
 
 
@@ -141,15 +140,17 @@ def change_priorities(body: BulkPriority, app: StateDep, caller: UserDep) -> dic
                 if sets:
                     changed.append({"id": job.id, "sets": len(sets)})
     if not body.dry_run:
-        _tell_each(changed, app.events.priority_changed)
+        _tell_each(app.events, changed, PriorityChanged)
     answer = _answer(jobs, changed, refused, body.dry_run)
     return {**answer, "priority": wanted.label}
 
 
-def _tell_each(changed: list[dict[str, Any]], event: Callable[[int], None]) -> None:
+def _tell_each(
+    events: EventSink, changed: list[dict[str, Any]], event: type[JobsCancelled | PriorityChanged]
+) -> None:
     """Tell the scheduler of each job changed, after the commit."""
     for done in changed:
-        tell(partial(event, int(done["id"])))
+        tell(events, event(int(done["id"])))
 
 
 def _waiting(job: JobView) -> list[RecipeSetView]:

@@ -20,6 +20,7 @@ from labq.api.events import tell
 from labq.api.jobs import store_job
 from labq.api.openapi import answers
 from labq.api.schemas import NO_NUL, Body, Name, PriorityLabel, RowId
+from labq.domain.events import JobSubmitted
 from labq.domain.job import JobSpec
 from labq.domain.priority import Priority
 from labq.formats.limits import Limits
@@ -125,7 +126,7 @@ def clone_job(
             source=document if same else None,
         )
         repo.mark_clone(new_id, of=job_id)
-    tell(lambda: app.events.job_submitted(new_id))
+    tell(app.events, JobSubmitted(new_id))
     return {
         "id": new_id,
         "cloned_from": job_id,

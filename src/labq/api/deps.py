@@ -19,12 +19,12 @@ from sqlalchemy import Engine
 
 from labq.api.auth import caller
 from labq.api.errors import ApiError
-from labq.api.events import Events, WorkBell
 from labq.api.gate import DocumentGate
 from labq.config import Settings
 from labq.domain.model import User
 from labq.store import Credential
 from labq.usecases.permissions import require_admin
+from labq.usecases.ports import SchedulerPort, WorkBell
 
 Clock = Callable[[], datetime]
 # auto_error=False: missing tokens get our own 401 (with WWW-Authenticate), not FastAPI's.
@@ -37,7 +37,7 @@ class AppState:
 
     engine: Engine
     settings: Settings
-    events: Events
+    events: SchedulerPort  # where events go after a commit, and the queue the scheduler sees
     clock: Clock
     bell: WorkBell = field(default_factory=WorkBell)  # rung when sets start for lab agents
     documents: DocumentGate = field(default_factory=DocumentGate)  # large ones parsed in turn

@@ -21,6 +21,7 @@ from labq.api.events import tell
 from labq.api.openapi import answers
 from labq.api.schemas import INT4_MAX, INTEGRAL, NO_NUL, Body, Name, Reason, RowId
 from labq.domain import filters
+from labq.domain.events import FiltersChanged, PauseChanged
 from labq.domain.job import JobSpec
 from labq.store import Repository, reading, transaction
 from labq.store.admission import FilterView, PauseView
@@ -95,7 +96,7 @@ def add_filter(body: FilterBody, app: StateDep, admin: AdminDep) -> dict[str, An
             now=app.clock(),
         )
         view = next(f for f in repo.list_filters() if f.rule.id == rule.id)
-    tell(app.events.filters_changed)
+    tell(app.events, FiltersChanged())
     return filter_json(view)
 
 
@@ -104,7 +105,7 @@ def delete_filter(filter_id: RowId, app: StateDep, admin: AdminDep) -> dict[str,
     """Remove a rule (admins); the sets it held are judged again."""
     with transaction(app.engine) as repo:
         repo.delete_filter(filter_id, actor=admin.name, now=app.clock())
-    tell(app.events.filters_changed)
+    tell(app.events, FiltersChanged())
     return {"id": filter_id, "deleted": True}
 
 
@@ -151,7 +152,7 @@ def pause_queue(body: PauseBody, app: StateDep, admin: AdminDep) -> dict[str, An
         view = repo.pause_queue(
             body.lab, until=until, reason=body.reason, actor=admin.name, now=now
         )
-    tell(lambda: app.events.pause_changed(body.lab))
+    tell(app.events, PauseChanged(body.lab))
     return pause_json(view)
 
 
@@ -161,7 +162,7 @@ def resume_queue(body: ResumeBody, app: StateDep, admin: AdminDep) -> dict[str, 
     with transaction(app.engine) as repo:
         resumed = repo.resume_queue(body.lab, actor=admin.name, now=app.clock())
     if resumed:
-        tell(lambda: app.events.pause_changed(body.lab))
+        tell(app.events, PauseChanged(body.lab))
     return {"lab": body.lab, "resumed": resumed}
 
 

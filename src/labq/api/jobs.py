@@ -25,6 +25,7 @@ from labq.api.openapi import answers
 from labq.api.rows import Glob, Text, job_row, reasons_by_job
 from labq.api.schemas import Body, Offset, PriorityLabel, Reason, RowId
 from labq.dispatch.workspace import RefError, resolve_ref
+from labq.domain.events import JobsCancelled, JobSubmitted, PriorityChanged
 from labq.domain.job import JobSpec
 from labq.domain.model import User
 from labq.domain.priority import Priority
@@ -118,7 +119,7 @@ def submit_job(
         job_id = store_job(
             repo, caller, spec, chosen, now=app.clock(), source=text, origins=origins
         )
-    tell(lambda: app.events.job_submitted(job_id))
+    tell(app.events, JobSubmitted(job_id))
     return {"id": job_id, "format": chosen, "url": f"/api/v1/jobs/{job_id}"}
 
 
@@ -266,7 +267,7 @@ def cancel_job(
         reason = None if body is None else body.reason
         count = repo.cancel_job(job_id, actor=caller.name, now=app.clock(), reason=reason)
     if count:
-        tell(lambda: app.events.jobs_cancelled(job_id))
+        tell(app.events, JobsCancelled(job_id))
     note = None if count else f"{_ended_or_ending(job)}: nothing to cancel"
     return {"id": job_id, "cancelled": count, "note": note}
 
@@ -291,7 +292,7 @@ def change_priority(
         _check_priority(job, wanted, caller)
         changed = repo.change_priority(job_id, wanted, actor=caller.name, now=app.clock())
     if changed:
-        tell(lambda: app.events.priority_changed(job_id))
+        tell(app.events, PriorityChanged(job_id))
     note = None if changed else _no_waiting_set(job)
     return {"id": job_id, "priority": wanted.label, "sets": changed, "note": note}
 

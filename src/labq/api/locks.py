@@ -9,7 +9,6 @@ minute is dropped), 409 refused (it would deadlock, or ``wait`` was false).
 
 from __future__ import annotations
 
-import functools
 from typing import Annotated, Any
 
 from fastapi import APIRouter
@@ -21,6 +20,7 @@ from labq.api.errors import ApiError
 from labq.api.events import tell
 from labq.api.openapi import answers
 from labq.api.schemas import Body, Name, RowId
+from labq.domain.events import LocksChanged
 from labq.domain.locktable import Grant, Outcome
 from labq.store import Credential, reading, transaction
 
@@ -62,7 +62,7 @@ def acquire(state: StateDep, found: CredentialDep, body: AcquireBody) -> JSONRes
         outcome = repo.acquire_locks(set_id, wanted, now=now, wait=body.wait, lab_lock=True)
         held = repo.held_locks([set_id]).get(set_id, ())
     if outcome.granted:
-        tell(lambda: state.events.locks_changed(set_id))
+        tell(state.events, LocksChanged(set_id))
         return JSONResponse({"set": set_id, "granted": True, "held": _grants_json(held)})
     if outcome.refused is not None or not body.wait:
         reason = outcome.refused or outcome.describe()
@@ -81,7 +81,7 @@ def release(state: StateDep, found: CredentialDep, body: ReleaseBody) -> dict[st
         served = repo.release_locks(set_id, grants, now=state.clock())
         held = repo.held_locks([set_id]).get(set_id, ())
     for changed in [set_id, *served]:
-        tell(functools.partial(state.events.locks_changed, changed))
+        tell(state.events, LocksChanged(changed))
     return {"set": set_id, "held": _grants_json(held), "served": served}
 
 

@@ -1,6 +1,6 @@
 """``/pools``: list with access rules (everyone); add, membership and rules (admins).
 
-Membership and rule changes are told to the scheduler as ``access_changed``:
+Membership and rule changes are told to the scheduler as ``AccessChanged``:
 both change which groups may use which systems, and at what priority.
 """
 
@@ -14,6 +14,7 @@ from labq.api.deps import AdminDep, StateDep, UserDep
 from labq.api.events import tell
 from labq.api.openapi import answers
 from labq.api.schemas import Body, Name, NameBody, PriorityLabel
+from labq.domain.events import AccessChanged
 from labq.domain.priority import Priority
 from labq.store import reading, transaction
 
@@ -69,7 +70,7 @@ def add_to_pool(pool: str, body: MemberBody, state: StateDep, admin: AdminDep) -
     with transaction(state.engine) as repo:
         changed = repo.add_to_pool(body.fqdn, pool, actor=admin.name, now=state.clock())
     if changed:
-        tell(state.events.access_changed)
+        tell(state.events, AccessChanged())
     return {"pool": pool, "fqdn": body.fqdn, "changed": changed}
 
 
@@ -79,7 +80,7 @@ def remove_from_pool(pool: str, fqdn: str, state: StateDep, admin: AdminDep) -> 
     with transaction(state.engine) as repo:
         changed = repo.remove_from_pool(fqdn, pool, actor=admin.name, now=state.clock())
     if changed:
-        tell(state.events.access_changed)
+        tell(state.events, AccessChanged())
     return {"pool": pool, "fqdn": fqdn, "changed": changed}
 
 
@@ -92,7 +93,7 @@ def set_rule(
         repo.allow(
             pool, group, Priority.parse(body.max_priority), actor=admin.name, now=state.clock()
         )
-    tell(state.events.access_changed)
+    tell(state.events, AccessChanged())
     return {"pool": pool, "group": group, "max_priority": body.max_priority}
 
 
@@ -102,5 +103,5 @@ def revoke_rule(pool: str, group: str, state: StateDep, admin: AdminDep) -> dict
     with transaction(state.engine) as repo:
         changed = repo.revoke(pool, group, actor=admin.name, now=state.clock())
     if changed:
-        tell(state.events.access_changed)
+        tell(state.events, AccessChanged())
     return {"pool": pool, "group": group, "changed": changed}

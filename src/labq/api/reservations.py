@@ -24,6 +24,7 @@ from labq.api.events import tell
 from labq.api.jobs import store_job
 from labq.api.openapi import answers
 from labq.api.schemas import INTEGRAL, Body, Name, Reason
+from labq.domain.events import JobSubmitted, ReservationChanged
 from labq.domain.job import JobSpec
 from labq.domain.reservesys import DEFAULT_SECONDS, MAX_SECONDS
 from labq.errors import ConflictError
@@ -99,7 +100,7 @@ def reserve_system(
         if held is not None:
             raise ConflictError(f"{fqdn} is already {describe(held)}")
         job_id = store_job(repo, caller, spec, "native", now=state.clock())
-    tell(lambda: state.events.job_submitted(job_id))
+    tell(state.events, JobSubmitted(job_id))
     return {"fqdn": fqdn, "job": job_id, "for": body.seconds, "url": f"/api/v1/jobs/{job_id}"}
 
 
@@ -113,7 +114,7 @@ def loan_system(fqdn: str, body: LoanBody, state: StateDep, admin: AdminDep) -> 
         found = repo.reserve_system(
             fqdn, body.to, kind=LOAN, actor=admin.name, now=now, until=until, reason=body.reason
         )
-    tell(lambda: state.events.reservation_changed(fqdn))
+    tell(state.events, ReservationChanged(fqdn))
     return reservation_json(found)
 
 
@@ -128,5 +129,5 @@ def release_system(fqdn: str, state: StateDep, caller: UserDep) -> dict[str, Any
         if held.holder != caller.name and not caller.admin:
             raise ApiError(403, f"{fqdn} is {describe(held)}: only they or an admin may release it")
         repo.release_reservation(fqdn, actor=caller.name, now=now, reason="released")
-    tell(lambda: state.events.reservation_changed(fqdn))
+    tell(state.events, ReservationChanged(fqdn))
     return {**reservation_json(held), "released": True}

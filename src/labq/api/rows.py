@@ -16,8 +16,8 @@ from typing import Annotated, Any
 
 from fastapi import Query
 
-from labq.api.events import QueueRow
 from labq.domain.model import EVERYBODY
+from labq.domain.queue import QueueRow
 from labq.domain.states import RecipeState
 from labq.store import JobView
 from labq.store.selection import JobLabel

@@ -7,7 +7,6 @@ before the transaction ends, and one bad document refuses the run, naming it.
 from __future__ import annotations
 
 from datetime import datetime
-from functools import partial
 from typing import Annotated, Any, Final
 
 from fastapi import APIRouter, Query
@@ -21,6 +20,7 @@ from labq.api.jobs import CancelBody, pin_ref, store_job
 from labq.api.jobviews import job_summary
 from labq.api.openapi import answers
 from labq.api.schemas import Body, Offset
+from labq.domain.events import JobsCancelled, JobSubmitted
 from labq.domain.job import JobSpec
 from labq.domain.model import User
 from labq.errors import InputError
@@ -86,7 +86,7 @@ def submit_run(body: RunBody, app: StateDep, caller: UserDep) -> dict[str, Any]:
             for doc, (spec, fmt, origins) in zip(body.jobs, specs, strict=True)
         ]
     for job_id in ids:
-        tell(partial(app.events.job_submitted, job_id))
+        tell(app.events, JobSubmitted(job_id))
     return {"name": body.name, "jobs": ids, "url": f"/api/v1/runs/{body.name}"}
 
 
@@ -161,7 +161,7 @@ def cancel_run(
                 require_job_change(caller, job)
         done = repo.cancel_run(name, actor=caller.name, now=app.clock(), reason=reason)
     for job_id in done:
-        tell(partial(app.events.jobs_cancelled, job_id))
+        tell(app.events, JobsCancelled(job_id))
     note = None
     if not done:
         note = f"run {name} has no job left to cancel: each has ended or is being cancelled"

@@ -14,6 +14,7 @@ from labq.api.deps import AdminDep, StateDep
 from labq.api.events import tell
 from labq.api.openapi import answers
 from labq.api.schemas import Body, Reason
+from labq.domain.events import ConditionChanged
 from labq.store import transaction
 
 router = APIRouter(prefix="/systems", tags=["systems"])
@@ -38,7 +39,7 @@ def remove_system(
         )
         system = repo.get_system(fqdn)
     if done.changed:
-        tell(lambda: state.events.condition_changed(fqdn))
+        tell(state.events, ConditionChanged(fqdn))
     return {
         "fqdn": fqdn,
         "changed": done.changed,

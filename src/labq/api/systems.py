@@ -22,6 +22,7 @@ from labq.api.schemas import (
     Scalar,
 )
 from labq.config import Settings
+from labq.domain.events import AccessChanged, ConditionChanged, SystemAdded
 from labq.domain.inventory import InventoryError, parse_inventory
 from labq.domain.model import System
 from labq.domain.states import Condition
@@ -200,7 +201,7 @@ def add_system(body: SystemBody, state: StateDep, admin: AdminDep) -> dict[str, 
         repo.add_system(system, actor=admin.name, now=state.clock())
         added = repo.get_system(body.fqdn)
         by_agent = body.lab in repo.agent_labs()
-    tell(lambda: state.events.system_added(body.fqdn))
+    tell(state.events, SystemAdded(body.fqdn))
     return {**system_json(added), "runs_on": runs_on(state.settings, added, by_agent=by_agent)}
 
 
@@ -237,7 +238,7 @@ def set_condition(
         )
         system = repo.get_system(fqdn)
     if changed:
-        tell(lambda: state.events.condition_changed(fqdn))
+        tell(state.events, ConditionChanged(fqdn))
     return {**system_json(system, body.reason), "changed": changed}
 
 
@@ -264,5 +265,5 @@ def change_system(fqdn: str, body: SystemPatch, state: StateDep, admin: AdminDep
         fields += repo.edit_system(fqdn, actor=admin.name, now=state.clock(), **edits)
         system = repo.get_system(fqdn)
     if fields:  # its facts changed, so may the classes it meets: as a pool change does
-        tell(state.events.access_changed)
+        tell(state.events, AccessChanged())
     return {**system_json(system), "changed": bool(fields), "fields": fields}

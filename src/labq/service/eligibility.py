@@ -19,32 +19,31 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from labq.scheduler.core import Scheduler
 from labq.scheduler.entries import Eligibility
 from labq.service import bridge, reservations
 from labq.service.actions import Actions
+from labq.service.outcome import Outcome, Wake
 from labq.store import Repository, epoch
 from labq.store.admission import JobAdmission
-
-if TYPE_CHECKING:
-    from labq.service.loop import SchedulerService
 
 ACTOR: Final = "scheduler"
 MAX_ROUNDS: Final = 1000  # a cancelled job ends too: its own dependents come next
 
 
 def follow_up(
-    service: SchedulerService,
     repo: Repository,
     core: Scheduler,
     now: datetime,
     *,
+    wake_at: datetime | None,
     jobs_may_have_ended: bool = True,
     only: Collection[int] | None = None,
-) -> Actions:
-    """After an event: end the pauses that ran out, and settle the dependents of ended jobs.
+) -> Outcome:
+    """After an event: end the pauses that ran out (``wake_at``, the service's timer, is
+    due), and settle the dependents of ended jobs.
 
     The dependents are read from the database only when the event may have
     ended a job: the pending-system and other frequent events skip that query.
@@ -52,15 +51,16 @@ def follow_up(
     ended between its submission and its event).
     """
     out: Actions = []
-    if service.wake_at is not None and service.wake_at <= now:
+    wake: Wake | None = None
+    if wake_at is not None and wake_at <= now:
         for lab in repo.expire_pauses(now):
             out += bridge.settle(repo, core, core.resume_lab(lab, epoch(now)), now=now)
         out += reservations.expire(repo, core, now)
-        service.wake_at = reservations.next_wake(repo)
+        wake = Wake(reservations.next_wake(repo))
     if not jobs_may_have_ended:
-        return out
+        return Outcome(out, wake=wake)
     # a set that ended may have left its systems reserved (<reservesys>): wake when due
-    service.wake_at = reservations.next_wake(repo)
+    wake = Wake(reservations.next_wake(repo))
     for _ in range(MAX_ROUNDS):
         # a dependency once met stays met: only sets the core still holds back need a look
         review = {
@@ -74,7 +74,7 @@ def follow_up(
         out += _apply(repo, core, review, verdicts, now)
         if not any(v.refused for v in verdicts.values()):
             break
-    return out
+    return Outcome(out, wake=wake)
 
 
 def filters_changed(repo: Repository, core: Scheduler, now: datetime) -> Actions:
@@ -83,15 +83,14 @@ def filters_changed(repo: Repository, core: Scheduler, now: datetime) -> Actions
     return _apply(repo, core, waiting, repo.admission_of(waiting.keys()), now)
 
 
-def pause_changed(
-    service: SchedulerService, repo: Repository, core: Scheduler, lab: str, now: datetime
-) -> Actions:
-    """A lab's queue was paused or resumed: the core follows the database."""
+def pause_changed(repo: Repository, core: Scheduler, lab: str, now: datetime) -> Outcome:
+    """A lab's queue was paused or resumed: the core follows the database, and the timer
+    wakes when the pause runs out."""
     at = epoch(now)
     paused = {p.lab for p in repo.list_pauses(now=now)}
     decisions = core.pause_lab(lab, at) if lab in paused else core.resume_lab(lab, at)
-    service.wake_at = reservations.next_wake(repo)
-    return bridge.settle(repo, core, decisions, now=now)
+    wake = Wake(reservations.next_wake(repo))
+    return Outcome(bridge.settle(repo, core, decisions, now=now), wake=wake)
 
 
 # --- the parts ---------------------------------------------------------------------

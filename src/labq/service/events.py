@@ -1,78 +1,174 @@
-"""What the scheduler thread does for each kind of event (one transaction each)."""
+"""What the scheduler thread does for each event: one table from event type to handler.
+
+Each event is handled in one transaction. A handler feeds the event to the core,
+writes what it decides (committed with the event), and returns an
+:class:`~labq.service.outcome.Outcome` (the actions to take after the commit, a
+fresh core, when to wake next) for the loop to apply; it never touches the
+service itself, and no handler imports the loop.
+"""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import Any, Final, TypeVar
 
+from labq.config import Settings
+from labq.domain.events import (
+    AccessChanged,
+    ConditionChanged,
+    FiltersChanged,
+    JobsCancelled,
+    JobSubmitted,
+    LocksChanged,
+    PauseChanged,
+    PriorityChanged,
+    ReservationChanged,
+    SetEnded,
+    SystemAdded,
+)
 from labq.domain.states import Condition, RecipeState
 from labq.domain.stops import QUIET, stopped_state, supervisor_ended
 from labq.scheduler.core import Scheduler
 from labq.service import bridge, eligibility, repair, reservations
 from labq.service.actions import Actions
+from labq.service.inbox import ConsistencyDue, Handled, Submissions, SupervisorExited, TimerDue
+from labq.service.outcome import Outcome, Wake
 from labq.store import Repository, epoch
 from labq.store.agents import AGENT_HOST
 from labq.store.views import RecipeSetView, RecipeView
 
-if TYPE_CHECKING:
-    from labq.service.loop import Event, SchedulerService
-
 log = logging.getLogger("labq.scheduler")
 
+E = TypeVar("E")
 
-def decide(
-    service: SchedulerService, repo: Repository, core: Scheduler, event: Event, now: datetime
-) -> Actions:
-    """Feed one event to the core and commit what it decides."""
+
+@dataclass(frozen=True)
+class Context:
+    """What handlers read of the service: its settings and the dispatcher's running sets."""
+
+    settings: Settings
+    running: Callable[[], list[int]]  # the sets whose supervisors this server watches
+
+
+Handler = Callable[[Context, Repository, Scheduler, E, datetime], Outcome]
+
+
+@dataclass(frozen=True)
+class Route:
+    """An event type's handler, and whether the event may have ended a job (then the
+    dependents of ended jobs are settled after it; other events skip that query)."""
+
+    handle: Handler[Any]
+    ends_jobs: bool
+
+
+# --- the API's events --------------------------------------------------------------
+
+
+def _submitted(
+    context: Context, repo: Repository, core: Scheduler, event: Submissions, now: datetime
+) -> Outcome:
+    return Outcome(bridge.submit_jobs(repo, core, event.jobs, now=now))
+
+
+def _one_submitted(
+    context: Context, repo: Repository, core: Scheduler, event: JobSubmitted, now: datetime
+) -> Outcome:
+    return _submitted(context, repo, core, Submissions((event.job_id,)), now)
+
+
+def _cancelled(
+    context: Context, repo: Repository, core: Scheduler, event: JobsCancelled, now: datetime
+) -> Outcome:
+    ids = [s.id for s in core.sets.values() if s.job == event.job_id and not s.finished]
+    return Outcome(bridge.settle(repo, core, core.cancel(ids, epoch(now)), now=now))
+
+
+def _priority_changed(
+    context: Context, repo: Repository, core: Scheduler, event: PriorityChanged, now: datetime
+) -> Outcome:
+    return Outcome(_priority(repo, core, event.job_id, now))
+
+
+def _system_added(
+    context: Context, repo: Repository, core: Scheduler, event: SystemAdded, now: datetime
+) -> Outcome:
+    if event.fqdn in core.systems:  # told twice (direct call and NOTIFY, a rebuild)
+        return Outcome()
+    entry = bridge.system_entry(repo.get_system(event.fqdn))
+    return Outcome(bridge.settle(repo, core, core.add_system(entry, epoch(now)), now=now))
+
+
+def _condition_changed(
+    context: Context, repo: Repository, core: Scheduler, event: ConditionChanged, now: datetime
+) -> Outcome:
     at = epoch(now)
-    if event.kind == "submit":
-        return bridge.submit_jobs(repo, core, event.jobs or (int(event.key or 0),), now=now)
-    if event.kind == "cancel":
-        ids = [s.id for s in core.sets.values() if s.job == event.key and not s.finished]
-        return bridge.settle(repo, core, core.cancel(ids, at), now=now)
-    if event.kind == "priority":
-        return _priority(repo, core, int(event.key or 0), now)
-    if event.kind == "system":
-        if str(event.key) in core.systems:  # told twice (direct call and NOTIFY, a rebuild)
-            return []
-        entry = bridge.system_entry(repo.get_system(str(event.key)))
-        return bridge.settle(repo, core, core.add_system(entry, at), now=now)
-    if event.kind == "condition":
-        system = repo.get_system(str(event.key))
-        if system.fqdn not in core.systems:  # its system-added event was lost
-            entry = bridge.system_entry(system)
-            return bridge.settle(repo, core, core.add_system(entry, at), now=now)
-        if core.systems[system.fqdn].condition is system.condition:
-            return []
-        return bridge.settle(
-            repo, core, core.change_condition(system.fqdn, system.condition, at), now=now
-        )
-    if event.kind == "access":
-        # pools and inventories change systems' facts and the classes they meet: rebuild (rare)
-        fresh = bridge.rebuild(repo, service.settings.scheduler())
-        service.core = fresh
-        free = sorted(f for systems in fresh.free.values() for f in systems)
-        return bridge.settle(repo, fresh, fresh.offer(free, at), now=now)
-    if event.kind == "locks":
-        return locks_changed(repo, core, [int(event.key or 0)], now)
-    if event.kind == "ended":
-        return agent_ended(service, repo, core, int(event.key or 0), now)
-    if event.kind == "finished":
-        return finished(service, repo, core, int(event.key or 0), event.code, event.claim, now)
-    if event.kind == "consistency":
-        return consistency(service, repo, core, now)
-    if event.kind == "filters":
-        return eligibility.filters_changed(repo, core, now)
-    if event.kind == "pause":
-        return eligibility.pause_changed(service, repo, core, str(event.key), now)
-    if event.kind == "reservation":
-        actions = reservations.changed(repo, core, str(event.key), now)
-        service.wake_at = reservations.next_wake(repo)
-        return actions
-    if event.kind == "pauses":  # a pause ran out: the follow-up after every event ends it
-        return []
-    raise ValueError(f"unknown scheduler event {event.kind!r}")
+    system = repo.get_system(event.fqdn)
+    if system.fqdn not in core.systems:  # its system-added event was lost
+        entry = bridge.system_entry(system)
+        return Outcome(bridge.settle(repo, core, core.add_system(entry, at), now=now))
+    if core.systems[system.fqdn].condition is system.condition:
+        return Outcome()
+    decisions = core.change_condition(system.fqdn, system.condition, at)
+    return Outcome(bridge.settle(repo, core, decisions, now=now))
+
+
+def _access_changed(
+    context: Context, repo: Repository, core: Scheduler, event: AccessChanged, now: datetime
+) -> Outcome:
+    # pools and inventories change systems' facts and the classes they meet: rebuild (rare)
+    fresh = bridge.rebuild(repo, context.settings.scheduler())
+    free = sorted(f for systems in fresh.free.values() for f in systems)
+    return Outcome(bridge.settle(repo, fresh, fresh.offer(free, epoch(now)), now=now), core=fresh)
+
+
+def _locks_changed(
+    context: Context, repo: Repository, core: Scheduler, event: LocksChanged, now: datetime
+) -> Outcome:
+    return Outcome(locks_changed(repo, core, [event.set_id], now))
+
+
+def _filters_changed(
+    context: Context, repo: Repository, core: Scheduler, event: FiltersChanged, now: datetime
+) -> Outcome:
+    return Outcome(eligibility.filters_changed(repo, core, now))
+
+
+def _pause_changed(
+    context: Context, repo: Repository, core: Scheduler, event: PauseChanged, now: datetime
+) -> Outcome:
+    return eligibility.pause_changed(repo, core, event.lab, now)
+
+
+def _reservation_changed(
+    context: Context, repo: Repository, core: Scheduler, event: ReservationChanged, now: datetime
+) -> Outcome:
+    actions = reservations.changed(repo, core, event.fqdn, now)
+    return Outcome(actions, wake=Wake(reservations.next_wake(repo)))
+
+
+def _set_ended(
+    context: Context, repo: Repository, core: Scheduler, event: SetEnded, now: datetime
+) -> Outcome:
+    return Outcome(agent_ended(context, repo, core, event.set_id, now))
+
+
+# --- the service's own ---------------------------------------------------------------
+
+
+def _supervisor_exited(
+    context: Context, repo: Repository, core: Scheduler, event: SupervisorExited, now: datetime
+) -> Outcome:
+    return Outcome(finished(context, repo, core, event.set_id, event.code, event.claim, now))
+
+
+def _timer_due(
+    context: Context, repo: Repository, core: Scheduler, event: TimerDue, now: datetime
+) -> Outcome:
+    return Outcome()  # a pause ran out: the follow-up after every event ends it
 
 
 def _priority(repo: Repository, core: Scheduler, job_id: int, now: datetime) -> Actions:
@@ -96,12 +192,12 @@ def locks_changed(repo: Repository, core: Scheduler, set_ids: list[int], now: da
 
 
 def finished(
-    service: SchedulerService,
+    context: Context,
     repo: Repository,
     core: Scheduler,
     set_id: int,
     code: int | None,
-    claim: str | None,
+    claim: str,
     now: datetime,
 ) -> Actions:
     """A supervisor exited: recipes it left unfinished are aborted, then the set ends.
@@ -112,7 +208,7 @@ def finished(
     entry = core.sets.get(set_id)
     if entry is None or entry.finished:
         return []
-    if claim is None or repo.claim_of(set_id) != claim:
+    if repo.claim_of(set_id) != claim:
         return []
     view = repo.get_recipe_set(set_id)
     if view.stop_reason == QUIET:
@@ -123,11 +219,11 @@ def finished(
         gone = supervisor_ended(code)
     outcomes, reason = _left_unfinished(view, gone)
     out = bridge.finish(repo, core, set_id, now=now, outcomes=outcomes, reason=reason)
-    return out + _mark_broken(service, repo, core, view.recipes, now)
+    return out + _mark_broken(context, repo, core, view.recipes, now)
 
 
 def agent_ended(
-    service: SchedulerService, repo: Repository, core: Scheduler, set_id: int, now: datetime
+    context: Context, repo: Repository, core: Scheduler, set_id: int, now: datetime
 ) -> Actions:
     """A lab agent's supervisor exited and the agent ended every recipe it left (the API did,
     under the claim): the core hears the set's end now instead of at the next pass."""
@@ -140,7 +236,7 @@ def agent_ended(
     if not all(r.state.is_final for r in view.recipes):
         return []
     out = bridge.finish(repo, core, set_id, now=now)
-    return out + _mark_broken(service, repo, core, view.recipes, now)
+    return out + _mark_broken(context, repo, core, view.recipes, now)
 
 
 def _left_unfinished(view: RecipeSetView, why: str) -> tuple[dict[int, RecipeState], str]:
@@ -159,14 +255,14 @@ def _left_unfinished(view: RecipeSetView, why: str) -> tuple[dict[int, RecipeSta
 
 
 def _mark_broken(
-    service: SchedulerService,
+    context: Context,
     repo: Repository,
     core: Scheduler,
     recipes: tuple[RecipeView, ...],
     now: datetime,
 ) -> Actions:
     """A system that aborted ``health.max_consecutive_aborts`` sets in a row is broken."""
-    limit = service.settings.health.max_consecutive_aborts
+    limit = context.settings.health.max_consecutive_aborts
     out: Actions = []
     for fqdn in sorted({r.system for r in recipes if r.system is not None}):
         count = repo.consecutive_aborts(fqdn)
@@ -179,19 +275,19 @@ def _mark_broken(
 
 
 def consistency(
-    service: SchedulerService, repo: Repository, core: Scheduler, now: datetime
-) -> Actions:
+    context: Context, repo: Repository, core: Scheduler, event: ConsistencyDue, now: datetime
+) -> Outcome:
     """The slow pass: quiet supervisors, lost launches, then the core's own repairs, locks,
-    and the core's memory checked against the database."""
-    timeout = service.settings.health.heartbeat_timeout
-    ours = service.dispatcher.running()
+    and the core's memory checked against the database (a fresh core when they differ)."""
+    timeout = context.settings.health.heartbeat_timeout
+    ours = context.running()
     out, quiet = repair.supervisors(repo, core, timeout=timeout, ours=ours, now=now)
     for set_id in quiet:
         view = repo.get_recipe_set(set_id)  # before the stop request: was it cancelled?
         outcomes, reason = _left_unfinished(view, QUIET)
         repo.request_stop(set_id, reason)  # recorded, and a supervisor that wakes up stops
         out += bridge.finish(repo, core, set_id, now=now, outcomes=outcomes, reason=reason)
-        out += _mark_broken(service, repo, core, view.recipes, now)
+        out += _mark_broken(context, repo, core, view.recipes, now)
     busy_since = now - timedelta(seconds=timeout)
     for set_id in repair.ended_unheard(repo, core, ours, busy_since=busy_since):
         out += bridge.finish(repo, core, set_id, now=now)
@@ -203,8 +299,55 @@ def consistency(
     found = repair.differences(repo, core)
     if found:
         log.warning("the scheduler disagrees with the database: %s", repair.describe(found))
-        core = service.core = bridge.rebuild(repo, service.settings.scheduler())
-        free = sorted(f for systems in core.free.values() for f in systems)
-        out += bridge.settle(repo, core, core.offer(free, epoch(now)), now=now)
-    # events lost between processes (a NOTIFY nobody heard): new sets and pending systems
-    return out + bridge.resume(repo, core, now=now)
+        fresh = bridge.rebuild(repo, context.settings.scheduler())
+        free = sorted(f for systems in fresh.free.values() for f in systems)
+        out += bridge.settle(repo, fresh, fresh.offer(free, epoch(now)), now=now)
+        # events lost between processes (a NOTIFY nobody heard): new sets and pending systems
+        return Outcome(out + bridge.resume(repo, fresh, now=now), core=fresh)
+    return Outcome(out + bridge.resume(repo, core, now=now))
+
+
+def _on(kind: type[E], handler: Handler[E], *, ends_jobs: bool = False) -> tuple[type[Any], Route]:
+    """One row of :data:`ROUTES` (typed: the handler takes that kind of event)."""
+    return kind, Route(handler, ends_jobs)
+
+
+ROUTES: Final[Mapping[type[Any], Route]] = dict(
+    [
+        _on(Submissions, _submitted, ends_jobs=True),  # as JobSubmitted events come, gathered
+        _on(JobSubmitted, _one_submitted, ends_jobs=True),
+        _on(JobsCancelled, _cancelled, ends_jobs=True),
+        _on(PriorityChanged, _priority_changed),
+        _on(SystemAdded, _system_added),
+        _on(ConditionChanged, _condition_changed),
+        _on(AccessChanged, _access_changed),
+        _on(LocksChanged, _locks_changed),
+        _on(FiltersChanged, _filters_changed, ends_jobs=True),
+        _on(PauseChanged, _pause_changed),
+        _on(ReservationChanged, _reservation_changed),
+        _on(SetEnded, _set_ended, ends_jobs=True),
+        _on(SupervisorExited, _supervisor_exited, ends_jobs=True),
+        _on(ConsistencyDue, consistency, ends_jobs=True),
+        _on(TimerDue, _timer_due),
+    ]
+)
+
+
+def handle(
+    context: Context, repo: Repository, core: Scheduler, event: Handled, now: datetime
+) -> Outcome:
+    """Feed one event to its handler: the core decides, and its decisions are written."""
+    return ROUTES[type(event)].handle(context, repo, core, event, now)
+
+
+def ends_jobs(event: Handled) -> bool:
+    """Whether ``event`` may have ended a job (or submitted one whose dependency ended)."""
+    return ROUTES[type(event)].ends_jobs
+
+
+def submitted_jobs(event: Handled) -> tuple[int, ...] | None:
+    """The jobs a submission event submitted (their own dependencies may have ended);
+    None for any other event."""
+    if isinstance(event, Submissions):
+        return event.jobs
+    return (event.job_id,) if isinstance(event, JobSubmitted) else None

@@ -21,8 +21,10 @@ import psycopg
 from sqlalchemy import Engine, text
 from sqlalchemy.engine import make_url
 
-from labq.api.events import QueueRow
-from labq.service.loop import JOB_EVENTS, KINDS, SET_EVENTS, SchedulerService
+from labq.domain.events import Event, decode, encode
+from labq.domain.queue import QueueRow
+from labq.service.inbox import ConsistencyDue
+from labq.service.loop import SchedulerService
 
 CHANNEL: Final = "labq_events"
 RECONNECT_EVERY: Final = 2.0
@@ -30,22 +32,7 @@ _POLL: Final = 1.0
 
 log = logging.getLogger("labq.notify")
 
-Deliver = Callable[[str, int | str | None], None]
-
-
-def encode(kind: str, key: int | str | None) -> str:
-    """The payload of one event: ``<kind>:<key>`` (an empty key for ``access``)."""
-    return f"{kind}:{'' if key is None else key}"
-
-
-def decode(payload: str) -> tuple[str, int | str | None] | None:
-    """``(kind, key)`` from a payload; None for one this version does not know."""
-    kind, sep, raw = payload.partition(":")
-    if not sep or kind not in KINDS:
-        return None
-    if kind in JOB_EVENTS | SET_EVENTS:
-        return (kind, int(raw)) if raw.isdigit() else None
-    return kind, raw or None
+Deliver = Callable[[Event | ConsistencyDue], None]
 
 
 def conninfo(url: str) -> str:
@@ -54,7 +41,7 @@ def conninfo(url: str) -> str:
 
 
 class EventRouter:
-    """The API's :class:`~labq.api.events.Events`: the local scheduler or a NOTIFY.
+    """The API's :class:`~labq.usecases.ports.SchedulerPort`: the local scheduler or a NOTIFY.
 
     ``service`` is set while this process leads; ``engine`` is None on SQLite,
     where the one process always leads.
@@ -69,66 +56,23 @@ class EventRouter:
         """``leader`` when this process schedules, ``standby`` otherwise."""
         return "leader" if self.service is not None else "standby"
 
-    def deliver(self, kind: str, key: int | str | None) -> None:
+    def deliver(self, event: Event | ConsistencyDue) -> None:
         """An event from another process (or this one): queued when this process leads."""
         service = self.service
         if service is not None:
-            service.post(kind, key)
+            service.post(event)
 
-    def _send(self, kind: str, key: int | str | None) -> None:
+    def post(self, event: Event) -> None:
+        """An event from this process's API: to the local scheduler, or NOTIFY the leader."""
         service = self.service
         if service is not None:
-            service.post(kind, key)
+            service.post(event)
         elif self.engine is not None:
             with self.engine.begin() as conn:
                 conn.execute(
                     text("SELECT pg_notify(:channel, :payload)"),
-                    {"channel": CHANNEL, "payload": encode(kind, key)},
+                    {"channel": CHANNEL, "payload": encode(event)},
                 )
-
-    def job_submitted(self, job_id: int) -> None:
-        """A job was stored."""
-        self._send("submit", job_id)
-
-    def jobs_cancelled(self, job_id: int) -> None:
-        """A job was cancelled."""
-        self._send("cancel", job_id)
-
-    def priority_changed(self, job_id: int) -> None:
-        """A job's priority changed."""
-        self._send("priority", job_id)
-
-    def system_added(self, fqdn: str) -> None:
-        """A system was added."""
-        self._send("system", fqdn)
-
-    def condition_changed(self, fqdn: str) -> None:
-        """A system's condition changed."""
-        self._send("condition", fqdn)
-
-    def access_changed(self) -> None:
-        """Pools or rules changed."""
-        self._send("access", None)
-
-    def locks_changed(self, set_id: int) -> None:
-        """A running set took or let go of locks."""
-        self._send("locks", set_id)
-
-    def filters_changed(self) -> None:
-        """A filter rule was added or removed."""
-        self._send("filters", None)
-
-    def pause_changed(self, lab: str) -> None:
-        """A lab's queue was paused or resumed."""
-        self._send("pause", lab)
-
-    def reservation_changed(self, fqdn: str) -> None:
-        """A system was reserved, loaned or released."""
-        self._send("reservation", fqdn)
-
-    def set_ended(self, set_id: int) -> None:
-        """An agent's supervisor of a set exited."""
-        self._send("ended", set_id)
 
     def queue_view(self) -> list[QueueRow]:
         """The leader's view here; a standby builds one from the database."""
@@ -139,8 +83,9 @@ class EventRouter:
 class Listener:
     """A thread that ``LISTEN``s on its own connection and hands each event to ``deliver``.
 
-    After a reconnect it delivers a ``consistency`` event: notifications sent
-    while it was away are gone, and the pass (with its catch-up) repairs that.
+    After a reconnect it delivers :class:`~labq.service.inbox.ConsistencyDue`:
+    notifications sent while it was away are gone, and the pass (with its catch-up)
+    repairs that.
     """
 
     def __init__(self, url: str, deliver: Deliver, *, reconnect_every: float = RECONNECT_EVERY):
@@ -171,7 +116,7 @@ class Listener:
                     conn.execute(f"LISTEN {CHANNEL}")
                     self._ready.set()
                     if not first:
-                        self.deliver("consistency", None)
+                        self.deliver(ConsistencyDue())
                     first = False
                     while not self._stopping.is_set():
                         for note in conn.notifies(timeout=_POLL):
@@ -186,6 +131,6 @@ class Listener:
             log.warning("ignoring an unknown event %r", payload)
             return
         try:
-            self.deliver(*event)
+            self.deliver(event)
         except Exception:
             log.exception("could not deliver event %r", payload)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from labq.api.events import QueueRow
 from labq.domain.model import EVERYBODY
 from labq.domain.priority import Priority
+from labq.domain.queue import QueueRow
 from labq.domain.states import RecipeState
 from labq.scheduler.core import Scheduler
 from labq.scheduler.entries import SetEntry

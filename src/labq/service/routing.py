@@ -16,8 +16,8 @@ from typing import Final, Protocol
 
 from sqlalchemy import Engine
 
-from labq.api.events import WorkBell
 from labq.store import reading
+from labq.usecases.ports import WorkBell
 
 REFRESH_EVERY: Final = 2.0  # seconds an answer to "which labs have agents" is kept
 
