@@ -10,11 +10,11 @@ from fastapi.responses import StreamingResponse
 
 from labq.api import logtail
 from labq.api.deps import StateDep
-from labq.api.jobviews import log_reader
-from labq.api.junit import junit_xml
 from labq.api.schemas import RowId
 from labq.domain.summary import COLUMNS, summarise
 from labq.store import reading
+from labq.usecases.junit import junit_xml
+from labq.usecases.logs import log_reader
 from labq.web.rendering import page
 from labq.web.route import PageRoute
 from labq.web.session import SessionDep
