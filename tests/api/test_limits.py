@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from labq.api import jobs
 from labq.formats.limits import Limits
 from labq.formats.loader import read_job
+from labq.usecases import submission
 from tests.api.conftest import API, Lab, open_lab
 
 
@@ -78,7 +78,7 @@ def test_an_oversized_job_is_refused_in_a_fraction_of_a_cpu_second(
         finally:
             spent.append(time.thread_time() - started)
 
-    monkeypatch.setattr(jobs, "read_job", timed)
+    monkeypatch.setattr(submission, "read_job", timed)
     media, text = OVERSIZED[kind]
     assert len(text.encode()) < Limits().document_bytes
     status, error = _post(default_lab, text, media)

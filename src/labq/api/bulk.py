@@ -9,24 +9,22 @@ CLI asks for confirmation with it).
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Annotated, Any, Final
 
 from fastapi import APIRouter
 from pydantic import Field
 
-from labq.api.deps import AppState, StateDep, UserDep
-from labq.api.errors import ApiError
-from labq.api.events import tell
+from labq.api.deps import StateDep, UserDep
+from labq.api.events import as_sink
 from labq.api.openapi import answers
 from labq.api.schemas import NO_NUL, Body, Name, PriorityLabel, Reason, RowId
-from labq.domain.events import EventSink, JobsCancelled, PriorityChanged
-from labq.domain.model import User
 from labq.domain.priority import Priority
 from labq.domain.states import RecipeState
-from labq.store import JobView, RecipeSetView, Repository, transaction
-from labq.store.selection import MAX_SELECTED, JobQuery
-from labq.usecases.permissions import may_change_job
+from labq.store import transaction
+from labq.store.selection import MAX_SELECTED
+from labq.usecases import cancellation, priority, selection
+from labq.usecases.posting import post_all
+from labq.usecases.selection import BulkOutcome
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
 
@@ -61,59 +59,34 @@ class BulkPriority(JobFilter):
     priority: PriorityLabel
 
 
-def job_query(body: JobFilter, app: AppState) -> JobQuery:
-    """The store's query for a filter body; 422 when it would pick every job."""
-    before = None
-    if body.older_than_s is not None:
-        before = app.clock() - timedelta(seconds=body.older_than_s)
-    query = JobQuery(
+def job_filter(body: JobFilter) -> selection.JobFilter:
+    """The use case's filter for a filter body."""
+    return selection.JobFilter(
+        ids=tuple(body.ids),
         owner=body.owner,
         group=body.group,
         state=None if body.state is None else RecipeState(body.state),
         whiteboard=body.whiteboard,
         run=body.run,
         lab=body.lab,
-        submitted_before=before,
-        ids=tuple(body.ids),
+        older_than_s=body.older_than_s,
     )
-    if query.empty():
-        raise ApiError(422, "give job ids or at least one filter", place="ids")
-    return query
-
-
-def refusal(user: User, job: JobView) -> str:
-    """Why ``user`` may not change ``job``, in the words of a single-job refusal."""
-    whose = f"{job.owner!r}" + (f" (group {job.group!r})" if job.group else "")
-    return f"job {job.id} belongs to {whose}; {user.name!r} may not change it"
-
-
-def _picked(repo: Repository, query: JobQuery) -> list[JobView]:
-    return repo.load_jobs(repo.select_job_ids(query))
 
 
 @router.post("/cancel", responses=answers(422))
 def cancel_jobs(body: BulkCancel, app: StateDep, caller: UserDep) -> dict[str, Any]:
     """Cancel every unfinished recipe of each job picked that the caller may change."""
-    query = job_query(body, app)
-    changed: list[dict[str, Any]] = []
-    refused: list[dict[str, Any]] = []
     with transaction(app.engine) as repo:
-        jobs = _picked(repo, query)
-        for job in jobs:
-            if not may_change_job(caller, job):
-                refused.append({"id": job.id, "reason": refusal(caller, job)})
-            elif body.dry_run:
-                if not job.state.is_final:
-                    changed.append({"id": job.id, "cancelled": None})
-            else:
-                count = repo.cancel_job(
-                    job.id, actor=caller.name, now=app.clock(), reason=body.reason
-                )
-                if count:
-                    changed.append({"id": job.id, "cancelled": count})
-    if not body.dry_run:
-        _tell_each(app.events, changed, JobsCancelled)
-    return _answer(jobs, changed, refused, body.dry_run)
+        done = cancellation.cancel_jobs(
+            repo,
+            caller,
+            job_filter(body),
+            now=app.clock(),
+            reason=body.reason,
+            dry_run=body.dry_run,
+        )
+    post_all(as_sink(app.events), done.events)
+    return answer(done, "cancelled")
 
 
 @router.post("/priority", responses=answers(422))
@@ -122,62 +95,22 @@ def change_priorities(body: BulkPriority, app: StateDep, caller: UserDep) -> dic
 
     Raising a job's priority needs an admin, as for one job: such jobs are refused.
     """
-    query = job_query(body, app)
     wanted = Priority.parse(body.priority)
-    changed: list[dict[str, Any]] = []
-    refused: list[dict[str, Any]] = []
     with transaction(app.engine) as repo:
-        jobs = _picked(repo, query)
-        for job in jobs:
-            why = _priority_refusal(caller, job, wanted)
-            if why is not None:
-                refused.append({"id": job.id, "reason": why})
-            elif body.dry_run:
-                if any(s.spec.priority != wanted for s in _waiting(job)):
-                    changed.append({"id": job.id, "sets": None})
-            else:
-                sets = repo.change_priority(job.id, wanted, actor=caller.name, now=app.clock())
-                if sets:
-                    changed.append({"id": job.id, "sets": len(sets)})
-    if not body.dry_run:
-        _tell_each(app.events, changed, PriorityChanged)
-    answer = _answer(jobs, changed, refused, body.dry_run)
-    return {**answer, "priority": wanted.label}
+        done = priority.change_priorities(
+            repo, caller, job_filter(body), wanted, now=app.clock(), dry_run=body.dry_run
+        )
+    post_all(as_sink(app.events), done.events)
+    return {**answer(done, "sets"), "priority": wanted.label}
 
 
-def _tell_each(
-    events: EventSink, changed: list[dict[str, Any]], event: type[JobsCancelled | PriorityChanged]
-) -> None:
-    """Tell the scheduler of each job changed, after the commit."""
-    for done in changed:
-        tell(events, event(int(done["id"])))
-
-
-def _waiting(job: JobView) -> list[RecipeSetView]:
-    return [s for s in job.sets if s.started_at is None and s.finished_at is None]
-
-
-def _priority_refusal(user: User, job: JobView, wanted: Priority) -> str | None:
-    if not may_change_job(user, job):
-        return refusal(user, job)
-    raised = [s for s in _waiting(job) if s.spec.priority < wanted]
-    if raised and not user.admin:
-        was = max(s.spec.priority for s in raised).label
-        return f"raising job {job.id} from {was} to {wanted.label} needs an admin"
-    return None
-
-
-def _answer(
-    jobs: list[JobView],
-    changed: list[dict[str, Any]],
-    refused: list[dict[str, Any]],
-    dry_run: bool,
-) -> dict[str, Any]:
-    """How many matched; which changed (or would), which were refused and why."""
+def answer(done: BulkOutcome, count: str) -> dict[str, Any]:
+    """How many matched; which changed (or would: ``count`` null), which were refused and
+    why."""
     return {
-        "matched": len(jobs),
-        "changed": changed,
-        "refused": refused,
-        "unchanged": len(jobs) - len(changed) - len(refused),
-        "dry_run": dry_run,
+        "matched": done.matched,
+        "changed": [{"id": c.job_id, count: c.count} for c in done.changed],
+        "refused": [{"id": r.job_id, "reason": r.reason} for r in done.refused],
+        "unchanged": done.unchanged,
+        "dry_run": done.dry_run,
     }

@@ -16,7 +16,7 @@ from labq.api.deps import StateDep, UserDep
 from labq.api.openapi import answers
 from labq.api.schemas import INT4_MAX, INTEGRAL, Body, RowId
 from labq.store import transaction
-from labq.usecases.permissions import require_job_change
+from labq.usecases import extension
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
 
@@ -32,12 +32,12 @@ class ExtendBody(Body):
 def extend_job(job_id: RowId, body: ExtendBody, app: StateDep, caller: UserDep) -> dict[str, Any]:
     """Extend the max_time of the job's running sets by ``by`` seconds."""
     with transaction(app.engine) as repo:
-        require_job_change(caller, repo.load_job(job_id))
-        done = repo.extend_sets(
+        done = extension.extend_job(
+            repo,
+            caller,
             job_id,
             body.by,
             ceiling=app.settings.limits.max_extend,
-            actor=caller.name,
             now=app.clock(),
             set_id=body.set,
         )

@@ -1,9 +1,8 @@
-"""Jobs, results and log listings as the API shows them."""
+"""Jobs and results as the API shows them (JSON); the log listing is
+:func:`labq.usecases.logs.log_files`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from labq.store import JobView, RecipeSetView, RecipeView, TaskView
@@ -118,56 +117,3 @@ def results_json(job: JobView) -> dict[str, Any]:
             for s in job.sets
         ],
     }
-
-
-def log_files(job: JobView, data_dir: Path) -> list[dict[str, Any]]:
-    """Each recipe's log directory and files, relative to ``data_dir`` (outside: left out)."""
-    root = data_dir.resolve()
-    out = []
-    for rset in job.sets:
-        for recipe in rset.recipes:
-            files: set[str] = set()
-            folder = _inside(recipe.log_dir, root)
-            if folder is not None and folder.is_dir():
-                files.update(str(p.relative_to(root)) for p in folder.rglob("*") if p.is_file())
-            for task in recipe.tasks:
-                path = _inside(task.log_path, root)
-                if path is not None and path.is_file():
-                    files.add(str(path.relative_to(root)))
-            out.append(
-                {
-                    "set": rset.id,
-                    "recipe": recipe.id,
-                    "system": recipe.system,
-                    "dir": None if folder is None else str(folder.relative_to(root)),
-                    "files": sorted(files),
-                }
-            )
-    return out
-
-
-def log_reader(data_dir: Path, limit: int = 4 << 20) -> Callable[[str], str | None]:
-    """Reads a stored log path's text (its last ``limit`` bytes); None outside ``data_dir``
-    or when the file is gone."""
-    root = data_dir.resolve()
-
-    def read(path: str) -> str | None:
-        found = _inside(path, root)
-        if found is None:
-            return None
-        try:
-            with found.open("rb") as file:
-                size = file.seek(0, 2)
-                file.seek(max(size - limit, 0))
-                return file.read().decode("utf-8", errors="replace")
-        except OSError:
-            return None
-
-    return read
-
-
-def _inside(path: str | None, root: Path) -> Path | None:
-    if path is None:
-        return None
-    resolved = Path(path).resolve()
-    return resolved if resolved.is_relative_to(root) else None

@@ -7,9 +7,10 @@ from typing import Any
 from fastapi import APIRouter
 
 from labq.api.deps import StateDep, UserDep
-from labq.api.rows import Glob, Text, queue_rows
+from labq.api.rows import Glob, Text
 from labq.domain.states import RecipeState
 from labq.store import reading
+from labq.usecases.queries import queue_rows
 
 router = APIRouter(prefix="/queue", tags=["queue"])
 
@@ -29,8 +30,14 @@ def queue(
     job's owner, group, whiteboard and run; what it waits for in plain words (``reason``)."""
     view = app.events.queue_view()
     with reading(app.engine) as repo:
-        labels = repo.job_labels(row.job_id for row in view)
-    rows = queue_rows(
-        view, labels, owner=owner, group=group, lab=lab, state=state, whiteboard=whiteboard, run=run
-    )
+        rows = queue_rows(
+            repo,
+            view,
+            owner=owner,
+            group=group,
+            lab=lab,
+            state=state,
+            whiteboard=whiteboard,
+            run=run,
+        )
     return {"queue": rows}

@@ -1,103 +1,11 @@
-"""Rows of ``GET /jobs`` and ``GET /queue`` as people read them, and their common filters.
-
-Both show who owns a job, its whiteboard and run, how long it waited or has
-run, and what it waits for in plain words (the scheduler's reason, never a bare
-"its turn"); both take the same filters (``squeue``'s ``-u``, ``-A``, ``-p``,
-``-t``).
-"""
+"""The query parameters ``GET /jobs`` and ``GET /queue`` share (``squeue``'s ``-u``, ``-A``,
+``-p``, ``-t``); the rows themselves are :mod:`labq.usecases.queries`'."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict
-from datetime import datetime
-from fnmatch import fnmatchcase
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import Query
 
-from labq.domain.model import EVERYBODY
-from labq.domain.queue import QueueRow
-from labq.domain.states import RecipeState
-from labq.store import JobView
-from labq.store.selection import JobLabel
-
 Glob = Annotated[str | None, Query(min_length=1, max_length=255, description="* and ? match")]
 Text = Annotated[str | None, Query(min_length=1, max_length=255)]
-_UNKNOWN = JobLabel(owner=None, group=None, whiteboard=None, run=None)  # not stored (a test's)
-
-
-def timing(job: JobView, now: datetime) -> tuple[float | None, float | None]:
-    """(waited, elapsed) seconds: queued until its first start; from it to its end or now.
-
-    A job that ended without starting waited for nothing people can use: None.
-    """
-    sets = job.current_sets
-    starts = [s.started_at for s in sets if s.started_at is not None]
-    if not starts:
-        return (None if job.state.is_final else _seconds(now - job.submitted_at)), None
-    first = min(starts)
-    ends = [s.finished_at for s in sets]
-    last = max(e for e in ends if e is not None) if all(ends) and job.state.is_final else now
-    return _seconds(first - job.submitted_at), _seconds(last - first)
-
-
-def _seconds(delta: Any) -> float:
-    return max(0.0, round(float(delta.total_seconds()), 1))
-
-
-def reasons_by_job(view: Iterable[QueueRow]) -> dict[int, str]:
-    """The reason of each job's best-placed waiting set."""
-    found: dict[int, str] = {}
-    for row in view:
-        found.setdefault(row.job_id, row.reason or row.waits_for or "")
-    return found
-
-
-def job_row(job: JobView, now: datetime, run: str | None, reason: str | None) -> dict[str, Any]:
-    """What ``job list`` shows of one job, past the summary."""
-    waited, elapsed = timing(job, now)
-    waiting = job.state in (RecipeState.NEW, RecipeState.QUEUED, RecipeState.SCHEDULED)
-    return {
-        "run": run,
-        "waited_s": waited,
-        "elapsed_s": elapsed,
-        "reason": reason if waiting else None,
-    }
-
-
-def queue_rows(
-    view: Sequence[QueueRow],
-    labels: dict[int, JobLabel],
-    *,
-    owner: str | None = None,
-    group: str | None = None,
-    lab: str | None = None,
-    state: RecipeState | None = None,
-    whiteboard: str | None = None,
-    run: str | None = None,
-) -> list[dict[str, Any]]:
-    """The queue's rows with owner, group, whiteboard and run, keeping those that match."""
-    out = []
-    for row in view:
-        label = labels.get(row.job_id, _UNKNOWN)
-        if owner is not None and label.owner != owner:
-            continue
-        if group is not None and (label.group or EVERYBODY) != group:
-            continue
-        if lab is not None and lab not in (row.labs if row.lab is None else (row.lab,)):
-            continue
-        if state is not None and row.state != state.value:
-            continue
-        if whiteboard is not None and not glob_match(whiteboard, label.whiteboard):
-            continue
-        if run is not None and label.run != run:
-            continue
-        out.append({**asdict(row), **asdict(label)})
-    return out
-
-
-def glob_match(pattern: str, text: str | None) -> bool:
-    """A whiteboard glob as the store reads it: ``*`` and ``?``, case ignored."""
-    escaped = pattern.replace("[", "[[]")  # only * and ? are special, as in SQL
-    return text is not None and fnmatchcase(text.lower(), escaped.lower())

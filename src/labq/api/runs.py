@@ -6,30 +6,24 @@ before the transaction ends, and one bad document refuses the run, naming it.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any, Final
 
 from fastapi import APIRouter, Query
 from pydantic import Field
 
 from labq.api.deps import StateDep, UserDep
-from labq.api.errors import ApiError
-from labq.api.events import tell
-from labq.api.feasibility import Fleet
-from labq.api.jobs import CancelBody, pin_ref, store_job
+from labq.api.events import as_sink
+from labq.api.jobs import CancelBody
 from labq.api.jobviews import job_summary
 from labq.api.openapi import answers
 from labq.api.schemas import Body, Offset
-from labq.domain.events import JobsCancelled, JobSubmitted
-from labq.domain.job import JobSpec
-from labq.domain.model import User
-from labq.errors import InputError
-from labq.formats.loader import Format, detect_format, read_job
-from labq.formats.origins import Origins
-from labq.store import Repository, reading, transaction
+from labq.domain.events import JobSubmitted
+from labq.formats.loader import Format
+from labq.store import reading, transaction
 from labq.store.listing import MAX_PAGE
 from labq.store.runs import RunSummary
-from labq.usecases.permissions import require_job_change
+from labq.usecases import cancellation, runs
+from labq.usecases.posting import post_all
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 
@@ -70,55 +64,12 @@ def summary_json(run: RunSummary) -> dict[str, Any]:
 @router.post("", status_code=201, responses=answers(403, 409, 422))
 def submit_run(body: RunBody, app: StateDep, caller: UserDep) -> dict[str, Any]:
     """Store every job of the run in one transaction; the scheduler is told once it commits."""
-    limits = app.settings.limits
-    specs = []
-    for doc in body.jobs:
-        fmt: Format = detect_format(doc.document) if doc.format == "auto" else doc.format
-        spec, origins = read_job(doc.document, source=doc.name, fmt=fmt, limits=limits)
-        specs.append((pin_ref(spec), fmt, origins))
-    now = app.clock()
+    documents = [runs.RunDocument(d.name, d.document, d.format) for d in body.jobs]
+    jobs = runs.read_run(documents, limits=app.settings.limits)
     with transaction(app.engine) as repo:
-        run_id = repo.create_run(body.name, owner=caller.name, now=now, meta=body.metadata)
-        # storing a job changes no system or pool: every job is checked against one load
-        fleet = Fleet.of(repo.list_systems(), repo.load_access_policy())
-        ids = [
-            _store_named(repo, caller, doc, spec, fmt, origins, now=now, run_id=run_id, fleet=fleet)
-            for doc, (spec, fmt, origins) in zip(body.jobs, specs, strict=True)
-        ]
-    for job_id in ids:
-        tell(app.events, JobSubmitted(job_id))
+        ids = runs.submit_run(repo, caller, body.name, jobs, now=app.clock(), meta=body.metadata)
+    post_all(as_sink(app.events), [JobSubmitted(job_id) for job_id in ids])
     return {"name": body.name, "jobs": ids, "url": f"/api/v1/runs/{body.name}"}
-
-
-def _store_named(
-    repo: Repository,
-    caller: User,
-    doc: RunDocument,
-    spec: JobSpec,
-    fmt: str,
-    origins: Origins,
-    *,
-    now: datetime,
-    run_id: int,
-    fleet: Fleet,
-) -> int:
-    """``store_job``, its refusals naming the document they are about."""
-    try:
-        return store_job(
-            repo,
-            caller,
-            spec,
-            fmt,
-            now=now,
-            run_id=run_id,
-            source=doc.document,
-            fleet=fleet,
-            origins=origins,
-        )
-    except ApiError as exc:
-        raise ApiError(exc.status, f"{doc.name}: {exc.message}", place=exc.place) from None
-    except InputError as exc:
-        raise exc.within(source=doc.name) from None
 
 
 @router.get("")
@@ -156,13 +107,7 @@ def cancel_run(
     says why nothing was cancelled (null when something was)."""
     reason = None if body is None else body.reason
     with transaction(app.engine) as repo:
-        for job in repo.load_run(name).jobs:
-            if not job.state.is_final:
-                require_job_change(caller, job)
-        done = repo.cancel_run(name, actor=caller.name, now=app.clock(), reason=reason)
-    for job_id in done:
-        tell(app.events, JobsCancelled(job_id))
-    note = None
-    if not done:
-        note = f"run {name} has no job left to cancel: each has ended or is being cancelled"
-    return {"name": name, "cancelled": {str(k): v for k, v in done.items()}, "note": note}
+        done = cancellation.cancel_run(repo, caller, name, now=app.clock(), reason=reason)
+    post_all(as_sink(app.events), done.events)
+    cancelled = {str(k): v for k, v in done.cancelled.items()}
+    return {"name": name, "cancelled": cancelled, "note": done.note}

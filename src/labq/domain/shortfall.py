@@ -1,6 +1,6 @@
 """Why no system matches a host requirement, in words that point at the term to change.
 
-A submission that no system can ever run is refused (``api/feasibility.py``); "no
+A submission that no system can ever run is refused (``usecases/feasibility.py``); "no
 system matches" alone leaves the person guessing. Here the requirement is taken
 apart into the terms that must all hold, and the refusal names the one at fault:
 a property no system records (a typo, most often: the nearest name is offered),

@@ -1,9 +1,9 @@
 """What the pages change: cancel a job (or the jobs a filter shows), change its priority,
 submit one from a file.
 
-Each action calls the API's own handler, so the permissions, the parsing, the
-transaction and the event told to the scheduler are exactly the API's. A refusal
-comes back as the page the form was on, with the API's message and status.
+Each action calls the use case the API calls, so the permissions, the parsing and
+the event told to the scheduler are exactly the API's. A refusal comes back as the
+page the form was on, with the API's message and status.
 """
 
 from __future__ import annotations
@@ -14,19 +14,43 @@ from typing import Annotated, Final, get_args
 from fastapi import APIRouter, File, Form, Request, Response, UploadFile
 from fastapi.responses import RedirectResponse
 
-from labq.api import bulk as api_bulk
-from labq.api import jobs as api_jobs
-from labq.api.deps import StateDep
-from labq.api.schemas import PriorityLabel, RowId
+from labq.api.deps import AppState, StateDep
+from labq.api.schemas import Body, Name, PriorityLabel, Reason, RowId
+from labq.domain.events import JobSubmitted
+from labq.domain.model import User
+from labq.domain.priority import Priority
 from labq.domain.states import RecipeState
 from labq.formats.loader import FORMATS, Format
+from labq.store import transaction
 from labq.store.selection import JobQuery
+from labq.usecases import cancellation, submission
+from labq.usecases import priority as priority_
+from labq.usecases.selection import JobFilter
+from labq.web.events import post
 from labq.web.jobs import job_page, jobs_page
 from labq.web.rendering import PREFIX, page
 from labq.web.route import PageRoute, form_body, refusal
 from labq.web.session import FormSessionDep, SessionDep
 
 router = APIRouter(route_class=PageRoute, include_in_schema=False)
+
+
+class CancelForm(Body):
+    """Why (optional), checked as the API checks it."""
+
+    reason: Reason | None = None
+
+
+class FilterForm(CancelForm):
+    """The list's filters a bulk cancel picks its jobs by, checked as the API checks them."""
+
+    owner: Name | None = None
+    group: Name | None = None
+    state: RecipeState | None = None
+    whiteboard: Name | None = None
+    run: Name | None = None
+    lab: Name | None = None
+
 
 REASON_LIMIT: Final = 2000
 NameField = Annotated[str | None, Form(max_length=255)]
@@ -47,15 +71,19 @@ def cancel(
     reason: Annotated[str, Form(max_length=REASON_LIMIT)] = "",
 ) -> Response:
     """Cancel the job's unfinished recipes (its owner, its group, admins)."""
-    body = api_jobs.CancelBody(reason=reason.strip() or None)
     try:
-        answer = api_jobs.cancel_job(job_id, app, session.user, body)
+        body = form_body(CancelForm, {"reason": reason.strip() or None})
+        with transaction(app.engine) as repo:
+            done = cancellation.cancel_job(
+                repo, session.user, job_id, now=app.clock(), reason=body.reason
+            )
     except Exception as exc:
         failure = refusal(exc)
         if failure is None:
             raise
         return job_page(request, app, session, job_id, status=failure.status, error=failure.message)
-    note = "cancelled" if answer["cancelled"] else "nothing-to-cancel"
+    post(app, done.events)
+    note = "cancelled" if done.count else "nothing-to-cancel"
     return RedirectResponse(f"{PREFIX}/jobs/{job_id}?note={note}", status_code=303)
 
 
@@ -76,23 +104,32 @@ def cancel_shown(
     found = JobQuery(owner=owner, group=group, state=state, whiteboard=whiteboard, run=run, lab=lab)
     fields = {"owner": owner, "group": group, "whiteboard": whiteboard, "run": run, "lab": lab}
     try:
-        body = form_body(
-            api_bulk.BulkCancel,
-            {**fields, "state": state and state.value, "reason": reason.strip() or None},
+        body = form_body(FilterForm, {**fields, "state": state, "reason": reason.strip() or None})
+        chosen = JobFilter(
+            owner=body.owner,
+            group=body.group,
+            state=body.state,
+            whiteboard=body.whiteboard,
+            run=body.run,
+            lab=body.lab,
         )
-        answer = api_bulk.cancel_jobs(body, app, session.user)
+        with transaction(app.engine) as repo:
+            done = cancellation.cancel_jobs(
+                repo, session.user, chosen, now=app.clock(), reason=body.reason
+            )
     except Exception as exc:
         failure = refusal(exc)
         if failure is None:
             raise
         return jobs_page(request, app, found, status=failure.status, error=failure.message)
-    cancelled = [f"J:{c['id']}" for c in answer["changed"]]
-    note = f"{len(cancelled)} of the {answer['matched']} jobs matched were cancelled" + (
+    post(app, done.events)
+    cancelled = [f"J:{c.job_id}" for c in done.changed]
+    note = f"{len(cancelled)} of the {done.matched} jobs matched were cancelled" + (
         f" ({', '.join(cancelled)})." if cancelled else "."
     )
-    if answer["refused"]:
-        note += f" {len(answer['refused'])} refused (below)."
-    refused = [r["reason"] for r in answer["refused"]]
+    if done.refused:
+        note += f" {len(done.refused)} refused (below)."
+    refused = [r.reason for r in done.refused]
     return jobs_page(request, app, found, note=note, refused=refused)
 
 
@@ -105,15 +142,17 @@ def change_priority(
     priority: Annotated[PriorityLabel, Form()],
 ) -> Response:
     """Change the priority of the sets that still wait; raising it needs an admin."""
-    body = api_jobs.PriorityBody(priority=priority)
+    wanted = Priority.parse(priority)
     try:
-        answer = api_jobs.change_priority(job_id, body, app, session.user)
+        with transaction(app.engine) as repo:
+            done = priority_.change_priority(repo, session.user, job_id, wanted, now=app.clock())
     except Exception as exc:
         failure = refusal(exc)
         if failure is None:
             raise
         return job_page(request, app, session, job_id, status=failure.status, error=failure.message)
-    note = "priority" if answer["sets"] else "no-waiting-sets"
+    post(app, done.events)
+    note = "priority" if done.sets else "no-waiting-sets"
     return RedirectResponse(f"{PREFIX}/jobs/{job_id}?note={note}", status_code=303)
 
 
@@ -159,7 +198,7 @@ def submit(
     # The guard has already capped the whole request at limits.document_bytes.
     data = job_file.file.read()
     try:
-        answer = api_jobs.submit_job(app, session.user, data, None, chosen)
+        job_id = _submit(app, session.user, data, chosen)
     except Exception as exc:
         failure = refusal(exc)
         if failure is None:
@@ -175,7 +214,25 @@ def submit(
             chosen=fmt,
             problems=problems,
         )
-    return RedirectResponse(f"{PREFIX}/jobs/{answer['id']}?note=submitted", status_code=303)
+    return RedirectResponse(f"{PREFIX}/jobs/{job_id}?note=submitted", status_code=303)
+
+
+def _submit(app: AppState, caller: User, data: bytes, fmt: Format) -> int:
+    """Read, check and store the document as the API does; tell the scheduler."""
+    document = submission.read_document(data, fmt, limits=app.settings.limits, gate=app.documents)
+    spec = submission.prepare(document.spec, app.settings.retention)
+    with transaction(app.engine) as repo:
+        job_id = submission.submit_job(
+            repo,
+            caller,
+            spec,
+            document.format,
+            now=app.clock(),
+            source=document.text,
+            origins=document.origins,
+        )
+    post(app, [JobSubmitted(job_id)])
+    return job_id
 
 
 def _named(message: str, name: str) -> str:

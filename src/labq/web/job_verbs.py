@@ -1,4 +1,4 @@
-"""The job page's Clone button and Extend form: each calls the API's own handler, so
+"""The job page's Clone button and Extend form: each calls the use case the API calls, so
 permissions, checks and the event told to the scheduler are exactly the API's."""
 
 from __future__ import annotations
@@ -8,10 +8,12 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request, Response
 from fastapi.responses import RedirectResponse
 
-from labq.api import clones as api_clones
-from labq.api import extend as api_extend
 from labq.api.deps import StateDep
 from labq.api.schemas import INT4_MAX, RowId
+from labq.domain.events import JobSubmitted
+from labq.store import reading, transaction
+from labq.usecases import clones, extension
+from labq.web.events import post
 from labq.web.jobs import job_page
 from labq.web.rendering import PREFIX
 from labq.web.route import PageRoute, refusal
@@ -24,13 +26,19 @@ router = APIRouter(route_class=PageRoute, include_in_schema=False)
 def clone(request: Request, job_id: RowId, app: StateDep, session: FormSessionDep) -> Response:
     """Submit the job again as the reader's; on to the clone's page."""
     try:
-        answer = api_clones.clone_job(job_id, app, session.user, None)
+        with reading(app.engine) as repo:
+            plan = clones.plan_clone(
+                repo, job_id, clones.CloneChanges(), limits=app.settings.limits
+            )
+        with transaction(app.engine) as repo:
+            new_id = clones.clone_job(repo, session.user, plan, now=app.clock())
     except Exception as exc:
         failure = refusal(exc)
         if failure is None:
             raise
         return job_page(request, app, session, job_id, status=failure.status, error=failure.message)
-    return RedirectResponse(f"{PREFIX}/jobs/{answer['id']}?note=cloned", status_code=303)
+    post(app, [JobSubmitted(new_id)])
+    return RedirectResponse(f"{PREFIX}/jobs/{new_id}?note=cloned", status_code=303)
 
 
 @router.post("/jobs/{job_id}/extend")
@@ -42,9 +50,16 @@ def extend(
     minutes: Annotated[int, Form(ge=1, le=INT4_MAX // 60)],
 ) -> Response:
     """Move the max_time of the job's running sets (its owner, its group, admins)."""
-    body = api_extend.ExtendBody(by=minutes * 60)
     try:
-        api_extend.extend_job(job_id, body, app, session.user)
+        with transaction(app.engine) as repo:
+            extension.extend_job(
+                repo,
+                session.user,
+                job_id,
+                minutes * 60,
+                ceiling=app.settings.limits.max_extend,
+                now=app.clock(),
+            )
     except Exception as exc:
         failure = refusal(exc)
         if failure is None:

@@ -12,18 +12,17 @@ from dataclasses import dataclass
 from typing import Annotated, Final
 
 from fastapi import APIRouter, Query, Request, Response
-from fastapi.responses import RedirectResponse
+from fastapi.responses import FileResponse, RedirectResponse
 
-from labq.api import jobs as api_jobs
 from labq.api.deps import AppState, StateDep
-from labq.api.jobviews import log_files
-from labq.api.rows import job_row, reasons_by_job
 from labq.api.schemas import RowId
 from labq.domain.priority import Priority
 from labq.domain.states import RecipeState
 from labq.store import HistoryEntry, JobView, RecipeSetView, RecipeView, reading
 from labq.store.selection import JobQuery
+from labq.usecases.logs import log_file, log_files
 from labq.usecases.permissions import may_change_job
+from labq.usecases.queries import find_jobs
 from labq.web.aftermath import job_aftermath
 from labq.web.rendering import PREFIX, fragment, page
 from labq.web.route import PageRoute
@@ -196,22 +195,25 @@ def jobs_page(
 ) -> Response:
     """The jobs list; after a bulk cancel, what it did and the jobs it refused."""
     with reading(app.engine) as repo:
-        total = repo.count_found(found)
-        jobs = repo.find_jobs(found, limit=PAGE_SIZE, offset=(page_no - 1) * PAGE_SIZE)
-        runs = repo.run_names(j.id for j in jobs)
+        listed = find_jobs(
+            repo,
+            found,
+            limit=PAGE_SIZE,
+            offset=(page_no - 1) * PAGE_SIZE,
+            now=app.clock(),
+            queue=app.events.queue_view,
+        )
         users = [u.name for u in repo.list_users()]
         groups = repo.list_groups()
-    reasons = reasons_by_job(app.events.queue_view()) if jobs else {}
-    now = app.clock()
-    rows = {j.id: job_row(j, now, runs.get(j.id), reasons.get(j.id)) for j in jobs}
+    total = listed.total
     return page(
         request,
         "jobs.html",
         status=status,
         title="Jobs",
         nav="jobs",
-        jobs=jobs,
-        rows=rows,
+        jobs=listed.jobs,
+        rows=listed.rows,
         total=total,
         page_no=page_no,
         pages=max(1, -(-total // PAGE_SIZE)),
@@ -250,7 +252,9 @@ def job_log(
     job_id: RowId, app: StateDep, session: SessionDep, path: Annotated[str, Query(min_length=1)]
 ) -> Response:
     """One of the job's log files as plain text, checked exactly as the API checks it."""
-    answer = api_jobs.get_log(job_id, app, session.user, path)
+    with reading(app.engine) as repo:
+        wanted = log_file(repo, job_id, app.settings.data_path(), path)
+    answer = FileResponse(wanted, media_type="text/plain; charset=utf-8")
     answer.headers["X-Content-Type-Options"] = "nosniff"
     answer.headers["Cache-Control"] = "no-store"
     return answer

@@ -16,9 +16,9 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Depends, Query, Request, Response
 
 from labq.api.deps import AppState, StateDep
-from labq.api.rows import queue_rows as api_rows
 from labq.domain.states import RecipeState
 from labq.store import reading
+from labq.usecases import queries
 from labq.web.rendering import fragment, page
 from labq.web.route import PageRoute
 from labq.web.session import SessionDep
@@ -52,14 +52,13 @@ WAITING_STATES = ["new", "queued", "assigned", "scheduled"]  # what a waiting se
 def queue_rows(app: AppState, filters: QueueFilters | None = None) -> list[dict[str, Any]]:
     """The queue as the scheduler sees it now, with owner, whiteboard and run, filtered."""
     view = app.events.queue_view()
-    with reading(app.engine) as repo:
-        labels = repo.job_labels(row.job_id for row in view)
     given = (filters or QueueFilters()).given()
     state = given.pop("state", None)
     states = {s.value: s for s in RecipeState}
     if state is not None and state not in states:
         return []
-    return api_rows(view, labels, state=states.get(state or ""), **given)
+    with reading(app.engine) as repo:
+        return queries.queue_rows(repo, view, state=states.get(state or ""), **given)
 
 
 def _context(rows: list[dict[str, Any]], filters: QueueFilters) -> dict[str, Any]:

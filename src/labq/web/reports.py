@@ -1,5 +1,5 @@
 """UI pages for issue 14's log and system verbs: a job's JUnit report, a followed log, and
-the systems summary (``sinfo``) — each the API's answer, checked as the API checks it."""
+the systems summary (``sinfo``) — each the API's answer, from the same use cases."""
 
 from __future__ import annotations
 
@@ -7,14 +7,15 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import StreamingResponse
+from pydantic import Field
 
-from labq.api import logtail
 from labq.api.deps import StateDep
-from labq.api.jobviews import log_reader
-from labq.api.junit import junit_xml
-from labq.api.schemas import RowId
+from labq.api.schemas import INTEGRAL, RowId
 from labq.domain.summary import COLUMNS, summarise
 from labq.store import reading
+from labq.usecases import logtail
+from labq.usecases.junit import junit_xml
+from labq.usecases.logs import log_reader
 from labq.web.rendering import page
 from labq.web.route import PageRoute
 from labq.web.session import SessionDep
@@ -39,12 +40,20 @@ async def job_log_follow(
     app: StateDep,
     session: SessionDep,
     name: Annotated[str | None, Query(min_length=1, max_length=4096)] = None,
-    offset: logtail.ByteOffset = 0,
+    offset: Annotated[int, Field(ge=0, le=2**62), INTEGRAL] = 0,
 ) -> StreamingResponse:
     """A task's log as it is written (a browser shows the text as it comes)."""
-    answer = await logtail.tail_log(job_id, request, app, session.user, name, offset, True)
-    answer.headers["X-Content-Type-Options"] = "nosniff"
-    return answer
+    tail = await logtail.tail_log(
+        app.engine,
+        app.settings.data_path(),
+        job_id,
+        name,
+        offset,
+        follow=True,
+        disconnected=request.is_disconnected,
+    )
+    headers = {**tail.headers(), "X-Content-Type-Options": "nosniff"}
+    return StreamingResponse(tail.body, media_type="text/plain; charset=utf-8", headers=headers)
 
 
 @router.get("/systems-summary")

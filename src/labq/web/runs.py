@@ -1,6 +1,6 @@
 """The runs pages, like Pulpito's: every run with its counts, and one run with its jobs.
 
-Cancelling a run calls the API's own handler, so permissions and the events
+Cancelling a run calls the use case the API calls, so permissions and the events
 told to the scheduler are exactly the API's.
 """
 
@@ -11,15 +11,15 @@ from typing import Annotated, Final
 from fastapi import APIRouter, Form, Query, Request, Response
 from fastapi.responses import RedirectResponse
 
-from labq.api import runs as api_runs
 from labq.api.deps import AppState, StateDep
-from labq.api.jobs import CancelBody
 from labq.domain.runs import STATUSES, job_status
-from labq.store import reading
+from labq.store import reading, transaction
+from labq.usecases.cancellation import cancel_run as cancel_the_run
 from labq.usecases.permissions import may_change_job
-from labq.web.job_actions import REASON_LIMIT
+from labq.web.events import post
+from labq.web.job_actions import REASON_LIMIT, CancelForm
 from labq.web.rendering import PREFIX, page
-from labq.web.route import PageRoute, refusal
+from labq.web.route import PageRoute, form_body, refusal
 from labq.web.session import FormSessionDep, Session, SessionDep
 
 router = APIRouter(route_class=PageRoute, include_in_schema=False)
@@ -101,13 +101,15 @@ def cancel_run(
     reason: Annotated[str, Form(max_length=REASON_LIMIT)] = "",
 ) -> Response:
     """Cancel every unfinished job of the run."""
-    body = CancelBody(reason=reason.strip() or None)
     try:
-        answer = api_runs.cancel_run(name, app, session.user, body)
+        body = form_body(CancelForm, {"reason": reason.strip() or None})
+        with transaction(app.engine) as repo:
+            done = cancel_the_run(repo, session.user, name, now=app.clock(), reason=body.reason)
     except Exception as exc:
         failure = refusal(exc)
         if failure is None:
             raise
         return run_page(request, app, session, name, status=failure.status, error=failure.message)
-    note = "cancelled" if answer["cancelled"] else "nothing-to-cancel"
+    post(app, done.events)
+    note = "cancelled" if done.cancelled else "nothing-to-cancel"
     return RedirectResponse(f"{PREFIX}/runs/{name}?note={note}", status_code=303)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from labq.api.errors import ApiError
+from labq.errors import NotFoundError, RequestError
 from labq.store import JobView, RecipeSetView, RecipeView, TaskView
 from labq.store.tables import FINAL_TASK_STATUSES
 
@@ -34,7 +34,8 @@ class LogTarget:
 
 
 def find_log(job: JobView, data_dir: Path, name: str) -> LogTarget:
-    """The one log ``name`` means in ``job`` (404 if none, 422 naming the matches if several).
+    """The one log ``name`` means in ``job`` (:class:`NotFoundError` if none,
+    :class:`RequestError` naming the matches if several).
 
     Tried in order: the path a listing gives; a task id; then a task name or a bare
     file name (a name several tasks share means the current attempt's, when only
@@ -64,10 +65,10 @@ def find_log(job: JobView, data_dir: Path, name: str) -> LogTarget:
     if len(matches) == 1:
         return matches[0]
     if not matches:
-        raise ApiError(404, f"job {job.id} has no log file or task {name!r}", place="name")
+        raise NotFoundError(f"job {job.id} has no log file or task {name!r}", place="name")
     shown = "; ".join(t.label() for t in matches[:_SHOWN])
     more = f" and {len(matches) - _SHOWN} more" if len(matches) > _SHOWN else ""
-    raise ApiError(422, f"{name!r} is ambiguous in job {job.id}: {shown}{more}", place="name")
+    raise RequestError(f"{name!r} is ambiguous in job {job.id}: {shown}{more}", place="name")
 
 
 def running_tasks(job: JobView, data_dir: Path) -> list[LogTarget]:

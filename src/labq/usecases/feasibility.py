@@ -46,9 +46,9 @@ class Fleet:
 
 
 def refuse_unrunnable(spec: JobSpec, fleet: Fleet, origins: Origins | None = None) -> None:
-    """Raise a 422 naming the first recipe set (or its recipe, or the field in it) no system
-    of ``fleet`` can ever run; ``origins`` turn the field into the line and place of the
-    document it was read from."""
+    """Raise an :class:`InputError` naming the first recipe set (or its recipe, or the field
+    in it) no system of ``fleet`` can ever run; ``origins`` turn the field into the line
+    and place of the document it was read from."""
     for index, recipe_set in enumerate(spec.recipe_sets):
         found = _never_runs(recipe_set, fleet.known, spec.group, fleet.policy)
         if found is not None:

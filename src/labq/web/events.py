@@ -1,0 +1,16 @@
+"""What the pages tell the scheduler: the events a use case returned, posted once its
+transaction has committed (as the API posts them)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from labq.api.deps import AppState
+from labq.api.events import as_sink
+from labq.domain.events import Event
+from labq.usecases.posting import post_all
+
+
+def post(app: AppState, events: Iterable[Event]) -> None:
+    """Post ``events`` to the app's scheduler; a failure is logged, never shown."""
+    post_all(as_sink(app.events), events)
