@@ -28,7 +28,13 @@ concurrent threads happen to interleave changes neither the order nor the figure
   entered (at either end of an earlier hop);
 - **returns to a caller**: those of the returns whose callee had itself called another
   module before: control coming back to a module that had handed it on, rather than one
-  more call of a leaf such as ``labq.domain.states``.
+  more call of a leaf such as ``labq.domain.states``;
+- **climbs back**: the distinct hops that, at least once, called into a module that was
+  still on the calling thread's stack below the caller: control climbing back up into a
+  module that had handed it on and was waiting (a part calling its owner back, a page
+  calling a route that calls the store that the page's module also calls). This is the
+  figure the reshaping of issue 23 is judged by: a layered call goes down and returns,
+  it does not climb back.
 
 Calls into labq from a library (click calling a command, uvicorn a route, a thread its
 target) are *entries*: listed, not counted.
@@ -72,6 +78,7 @@ class Call:
     caller_function: str
     callee: str
     callee_function: str
+    climb: str = "0"  # "1": the callee's module was already on the thread's stack
 
 
 @dataclass(frozen=True)
@@ -81,6 +88,7 @@ class Figures:
     modules: list[str]
     returns: list[Call]
     returns_to_callers: list[Call]
+    climbs: list[Call]  # hops into a module still on the stack below the caller
     ignored_threads: list[str]  # the threads of IGNORED_THREADS that called labq meanwhile
 
 
@@ -152,8 +160,11 @@ def count(calls: list[Call]) -> Figures:
     calls = in_order(calls)
     ignored = sorted({c.thread for c in calls if c.kind == "ignored"})
     first: dict[tuple[str, str], Call] = {}
+    climbing: dict[tuple[str, str], Call] = {}
     for call in (c for c in calls if c.kind != "ignored"):
         first.setdefault((call.caller, call.callee), call)
+        if call.climb == "1":
+            climbing.setdefault((call.caller, call.callee), call)
     hops = [c for c in first.values() if c.kind == "hop"]
     entries = [c for c in first.values() if c.kind == "entry"]
     entered: set[str] = set()
@@ -167,7 +178,8 @@ def count(calls: list[Call]) -> Figures:
                 to_callers.append(hop)
         entered |= {hop.caller, hop.callee}
         callers.add(hop.caller)
-    return Figures(hops, entries, sorted(entered), returns, to_callers, ignored)
+    climbs = list(climbing.values())
+    return Figures(hops, entries, sorted(entered), returns, to_callers, climbs, ignored)
 
 
 def in_order(calls: list[Call]) -> list[Call]:
@@ -189,7 +201,8 @@ def render(figures: Figures, seconds: float) -> str:
     lines = [
         "labq job submit examples/job.yaml --wait, followed to the job's end (bench/hops.py)",
         f"hops {len(figures.hops)}, modules {len(figures.modules)}, "
-        f"returns {len(figures.returns)}, returns to a caller {len(figures.returns_to_callers)}"
+        f"returns {len(figures.returns)}, returns to a caller {len(figures.returns_to_callers)},"
+        f" climbs back {len(figures.climbs)}"
         f" (entries from libraries {len(figures.entries)}; measured in {seconds:.0f} s)",
         "",
         "hops in order (thread by thread), ↩ a return, ⇐ a return to a caller",
@@ -200,6 +213,12 @@ def render(figures: Figures, seconds: float) -> str:
         mark = "⇐" if key in back else "↩" if key in again else " "
         lines.append(
             f"{n:3} {mark} {hop.caller} → {hop.callee}"
+            f"   [{hop.role}; {hop.thread}; {hop.caller_function} → {hop.callee_function}]"
+        )
+    lines += ["", "climbs back: calls into a module still on the stack below the caller"]
+    for hop in figures.climbs:
+        lines.append(
+            f"      {hop.caller} → {hop.callee}"
             f"   [{hop.role}; {hop.thread}; {hop.caller_function} → {hop.callee_function}]"
         )
     threads = Counter(f"{hop.role}: {hop.thread}" for hop in figures.hops)

@@ -38,7 +38,7 @@ class _Tracer:
         self.folder = folder
         self.looked = 0
         self.open = False
-        self.seen: set[tuple[str, str]] = set()
+        self.seen: set[tuple[str, str, bool]] = set()
         self.seen_ignored: set[str] = set()
         self.pid = os.getpid()
         self.first_pid = self.pid
@@ -85,7 +85,8 @@ class _Tracer:
         if pid != self.pid:
             self.forked(pid)
         inside = caller.startswith("labq")
-        key = (caller if inside else caller.split(".")[0], callee)
+        climb = inside and _on_stack(callee, back)
+        key = (caller if inside else caller.split(".")[0], callee, climb)
         if key in self.seen:
             return
         thread = threading.current_thread().name
@@ -99,7 +100,7 @@ class _Tracer:
         self.seen.add(key)
         kind = "hop" if inside else "entry"
         where = back.f_code.co_qualname if back is not None else "?"
-        self.write(now, (kind, caller, where, callee, code.co_qualname))
+        self.write(now, (kind, caller, where, callee, code.co_qualname, "1" if climb else "0"))
 
 
 def _command() -> str:
@@ -111,6 +112,18 @@ def _command() -> str:
     if words and words[0] == "-m":
         return words[1]
     return " ".join([os.path.basename(words[0]), *words[1:3]])
+
+
+def _on_stack(module: str, caller: Any) -> bool:
+    """Whether ``module`` has a frame below the caller's on this thread's stack: the call
+    climbs back into a module that handed control on and is still waiting for it (a
+    callback, a part calling its owner) rather than going on down."""
+    frame = caller.f_back
+    while frame is not None:
+        if frame.f_globals.get("__name__") == module:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _importing(frame: Any) -> bool:
