@@ -18,11 +18,11 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 
 from labq import datadir
-from labq.api.events import QueueRow, WorkBell
 from labq.config import Settings
 from labq.datadir import DatabaseLock
 from labq.dispatch.dispatcher import Dispatcher
 from labq.entrance import Entrance
+from labq.gateway.events import QueueRow, WorkBell
 from labq.service import bridge
 from labq.service.housekeeping import Housekeeper
 from labq.service.leader import Leadership

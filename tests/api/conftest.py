@@ -15,7 +15,6 @@ import httpx
 import pytest
 from sqlalchemy import URL, Engine
 
-from labq.api import QueueRow
 from labq.api.app import create_app
 from labq.config import Settings
 from labq.domain.model import System
@@ -23,6 +22,7 @@ from labq.domain.priority import Priority
 from labq.domain.states import Condition, RecipeState
 from labq.errors import NotFoundError
 from labq.formats.limits import Limits
+from labq.gateway.events import QueueRow
 from labq.service.loop import SchedulerService
 from labq.store import make_engine, reading, transaction, upgrade
 from tests.conftest import pg_copy

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from labq.api import QueueRow
+from labq.gateway.events import QueueRow
 from tests.api.conftest import Lab, submit
 
 NATIVE = "recipe_sets:\n- recipes:\n  - role: r0\n    tasks:\n    - {name: t, run: 'true'}\n"

@@ -159,7 +159,7 @@ def test_show_and_results(lab: Lab) -> None:
 
 
 def test_queue_reads_the_scheduler(lab: Lab) -> None:
-    from labq.api import QueueRow
+    from labq.gateway.events import QueueRow
 
     for _ in range(3):
         submit(lab, "alice", whiteboard="smoke")

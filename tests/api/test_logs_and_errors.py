@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from labq.api import QueueRow
+from labq.gateway.events import QueueRow
 from labq.store import transaction
 from tests.api.conftest import API, T0, Lab, submit
 

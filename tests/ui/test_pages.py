@@ -14,10 +14,10 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from labq.api import QueueRow
 from labq.domain.job import JobSpec
 from labq.domain.states import RecipeState
 from labq.formats.loader import parse_job
+from labq.gateway.events import QueueRow
 from labq.store import reading, transaction
 from labq.web.intervals import Interval, chosen_interval
 from labq.web.login import safe_next

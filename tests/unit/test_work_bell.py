@@ -6,7 +6,7 @@ import asyncio
 import threading
 from collections.abc import Callable, Coroutine
 
-from labq.api.events import WorkBell
+from labq.gateway.events import WorkBell
 
 
 async def _rung(event: asyncio.Event) -> bool:

@@ -4,6 +4,6 @@ The package itself exports only the seam to the scheduler, so that the web pages
 which the app mounts, may use the API's modules without importing the app.
 """
 
-from labq.api.events import Events, NoEvents, QueueRow
+from labq.gateway.events import Events, NoEvents, QueueRow
 
 __all__ = ["Events", "NoEvents", "QueueRow"]

@@ -23,14 +23,14 @@ from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials
 from pydantic import Field
 
-from labq.api.deps import StateDep, bearer
-from labq.api.errors import BEARER, ApiError, error_body
-from labq.api.events import tell
 from labq.api.openapi import answers
-from labq.api.schemas import INTEGRAL, Body, Name, Offset, RowId
 from labq.dispatch import remote
 from labq.dispatch.logs import set_log_dir
 from labq.errors import ClaimLost
+from labq.gateway.deps import StateDep, bearer
+from labq.gateway.errors import BEARER, ApiError, error_body
+from labq.gateway.events import tell
+from labq.gateway.schemas import INTEGRAL, Body, Name, Offset, RowId
 from labq.store import reading, transaction
 from labq.store.agents import AgentView
 from labq.store.supervisors import Beat

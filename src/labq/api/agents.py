@@ -9,9 +9,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter
 from pydantic import Field
 
-from labq.api.deps import AdminDep, StateDep, UserDep
 from labq.api.openapi import answers
-from labq.api.schemas import Body, Name
+from labq.gateway.deps import AdminDep, StateDep, UserDep
+from labq.gateway.schemas import Body, Name
 from labq.store import reading, transaction
 from labq.store.agents import AgentView
 

@@ -12,7 +12,6 @@ from labq.api import (
     agents,
     bulk,
     clones,
-    errors,
     extend,
     filters,
     health,
@@ -36,10 +35,11 @@ from labq.api import (
     systems,
     usage,
 )
-from labq.api.deps import AppState, Clock, strict_query
-from labq.api.events import Events, WorkBell
 from labq.api.guard import Guard
 from labq.config import Settings
+from labq.gateway import errors
+from labq.gateway.deps import AppState, Clock, strict_query
+from labq.gateway.events import Events, WorkBell
 from labq.web import site
 
 PREFIX = openapi.PREFIX

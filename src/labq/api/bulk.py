@@ -17,14 +17,14 @@ from typing import Annotated, Any, Final
 from fastapi import APIRouter
 from pydantic import Field
 
-from labq.api.deps import AppState, StateDep, UserDep
-from labq.api.errors import ApiError
-from labq.api.events import tell
 from labq.api.openapi import answers
-from labq.api.schemas import NO_NUL, Body, Name, PriorityLabel, Reason, RowId
 from labq.domain.model import User
 from labq.domain.priority import Priority
 from labq.domain.states import RecipeState
+from labq.gateway.deps import AppState, StateDep, UserDep
+from labq.gateway.errors import ApiError
+from labq.gateway.events import tell
+from labq.gateway.schemas import NO_NUL, Body, Name, PriorityLabel, Reason, RowId
 from labq.store import JobView, RecipeSetView, Repository, transaction
 from labq.store.selection import MAX_SELECTED, JobQuery
 from labq.usecases.permissions import may_change_job

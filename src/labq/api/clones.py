@@ -15,15 +15,15 @@ from typing import Annotated, Any, Final
 from fastapi import APIRouter, Response
 from pydantic import Field
 
-from labq.api.deps import StateDep, UserDep
-from labq.api.events import tell
 from labq.api.jobs import store_job
 from labq.api.openapi import answers
-from labq.api.schemas import NO_NUL, Body, Name, PriorityLabel, RowId
 from labq.domain.job import JobSpec
 from labq.domain.priority import Priority
 from labq.formats.limits import Limits
 from labq.formats.loader import Format, parse_job
+from labq.gateway.deps import StateDep, UserDep
+from labq.gateway.events import tell
+from labq.gateway.schemas import NO_NUL, Body, Name, PriorityLabel, RowId
 from labq.store import JobView, reading, transaction
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])

@@ -15,13 +15,13 @@ from typing import Annotated, Any, Final, Literal
 from fastapi import APIRouter
 from pydantic import Field
 
-from labq.api.deps import AdminDep, StateDep, UserDep
-from labq.api.errors import ApiError
-from labq.api.events import tell
 from labq.api.openapi import answers
-from labq.api.schemas import INT4_MAX, INTEGRAL, NO_NUL, Body, Name, Reason, RowId
 from labq.domain import filters
 from labq.domain.job import JobSpec
+from labq.gateway.deps import AdminDep, StateDep, UserDep
+from labq.gateway.errors import ApiError
+from labq.gateway.events import tell
+from labq.gateway.schemas import INT4_MAX, INTEGRAL, NO_NUL, Body, Name, Reason, RowId
 from labq.store import Repository, reading, transaction
 from labq.store.admission import FilterView, PauseView
 

@@ -14,16 +14,12 @@ from typing import Annotated, Any, Final, Literal
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import FileResponse, Response
 
-from labq.api.deps import StateDep, UserDep
-from labq.api.errors import ApiError
-from labq.api.events import tell
 from labq.api.feasibility import Fleet, refuse_unrunnable
 from labq.api.filters import admit_job
 from labq.api.jobviews import job_json, job_summary, log_files, log_reader, results_json
 from labq.api.junit import junit_xml
 from labq.api.openapi import answers
 from labq.api.rows import Glob, Text, job_row, reasons_by_job
-from labq.api.schemas import Body, Offset, PriorityLabel, Reason, RowId
 from labq.dispatch.workspace import RefError, resolve_ref
 from labq.domain.job import JobSpec
 from labq.domain.model import User
@@ -33,6 +29,10 @@ from labq.domain.states import RecipeState
 from labq.formats.loader import Format, detect_format, read_job
 from labq.formats.origins import Origins
 from labq.formats.source import decode_document
+from labq.gateway.deps import StateDep, UserDep
+from labq.gateway.errors import ApiError
+from labq.gateway.events import tell
+from labq.gateway.schemas import Body, Offset, PriorityLabel, Reason, RowId
 from labq.store import Repository, reading, transaction
 from labq.store.listing import MAX_PAGE
 from labq.store.selection import JobQuery

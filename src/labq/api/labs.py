@@ -6,9 +6,9 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from labq.api.deps import AdminDep, StateDep, UserDep
 from labq.api.openapi import answers
-from labq.api.schemas import NameBody
+from labq.gateway.deps import AdminDep, StateDep, UserDep
+from labq.gateway.schemas import NameBody
 from labq.store import reading, transaction
 
 router = APIRouter(prefix="/labs", tags=["labs"])

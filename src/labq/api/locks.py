@@ -16,12 +16,12 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from pydantic import Field
 
-from labq.api.deps import CredentialDep, StateDep, UserDep
-from labq.api.errors import ApiError
-from labq.api.events import tell
 from labq.api.openapi import answers
-from labq.api.schemas import Body, Name, RowId
 from labq.domain.locktable import Grant, Outcome
+from labq.gateway.deps import CredentialDep, StateDep, UserDep
+from labq.gateway.errors import ApiError
+from labq.gateway.events import tell
+from labq.gateway.schemas import Body, Name, RowId
 from labq.store import Credential, reading, transaction
 
 router = APIRouter(prefix="/locks", tags=["locks"])

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from labq.api.errors import ApiError
+from labq.gateway.errors import ApiError
 from labq.store import JobView, RecipeSetView, RecipeView, TaskView
 from labq.store.tables import FINAL_TASK_STATUSES
 

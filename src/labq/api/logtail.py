@@ -21,11 +21,11 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
 from pydantic import Field
 
-from labq.api.deps import AppState, StateDep, UserDep
-from labq.api.errors import ApiError
 from labq.api.logfind import LogTarget, find_log, running_tasks
 from labq.api.openapi import answers
-from labq.api.schemas import INTEGRAL, RowId
+from labq.gateway.deps import AppState, StateDep, UserDep
+from labq.gateway.errors import ApiError
+from labq.gateway.schemas import INTEGRAL, RowId
 from labq.store import reading
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])

@@ -20,9 +20,9 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.exposition import choose_encoder
 from sqlalchemy import Engine, case, func, select
 
-from labq.api.deps import StateDep, UserDep
 from labq.domain.priority import Priority
 from labq.domain.states import Condition, RecipeState, Usage
+from labq.gateway.deps import StateDep, UserDep
 from labq.scheduler.entries import SchedulerConfig, SetEntry
 from labq.scheduler.order import aged_priority
 from labq.service.timing import DECISION_SECONDS

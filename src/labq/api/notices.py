@@ -13,12 +13,12 @@ from typing import Annotated, Any
 from fastapi import APIRouter
 from pydantic import Field
 
-from labq.api.deps import StateDep, UserDep
-from labq.api.errors import ApiError
 from labq.api.openapi import answers
-from labq.api.schemas import NO_NUL, Body, Name, RowId
 from labq.domain.model import EVERYBODY, User
 from labq.domain.notices import MAX_URL, check_url, new_secret
+from labq.gateway.deps import StateDep, UserDep
+from labq.gateway.errors import ApiError
+from labq.gateway.schemas import NO_NUL, Body, Name, RowId
 from labq.store import reading, transaction
 from labq.store.notices import NotificationView, WebhookView
 from labq.usecases.permissions import may_change_job

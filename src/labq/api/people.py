@@ -13,11 +13,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter
 from pydantic import Field
 
-from labq.api.deps import AdminDep, StateDep, UserDep
-from labq.api.errors import ApiError
 from labq.api.openapi import answers
-from labq.api.schemas import INTEGRAL, Body, Name, NameBody, RowId
 from labq.domain.model import User
+from labq.gateway.deps import AdminDep, StateDep, UserDep
+from labq.gateway.errors import ApiError
+from labq.gateway.schemas import INTEGRAL, Body, Name, NameBody, RowId
 from labq.store import TokenView, reading, transaction
 from labq.usecases.permissions import require_admin
 

@@ -10,11 +10,11 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from labq.api.deps import AdminDep, StateDep, UserDep
-from labq.api.events import tell
 from labq.api.openapi import answers
-from labq.api.schemas import Body, Name, NameBody, PriorityLabel
 from labq.domain.priority import Priority
+from labq.gateway.deps import AdminDep, StateDep, UserDep
+from labq.gateway.events import tell
+from labq.gateway.schemas import Body, Name, NameBody, PriorityLabel
 from labq.store import reading, transaction
 
 router = APIRouter(prefix="/pools", tags=["pools"])

@@ -18,15 +18,15 @@ from typing import Annotated, Any
 from fastapi import APIRouter
 from pydantic import Field
 
-from labq.api.deps import AdminDep, StateDep, UserDep
-from labq.api.errors import ApiError
-from labq.api.events import tell
 from labq.api.jobs import store_job
 from labq.api.openapi import answers
-from labq.api.schemas import INTEGRAL, Body, Name, Reason
 from labq.domain.job import JobSpec
 from labq.domain.reservesys import DEFAULT_SECONDS, MAX_SECONDS
 from labq.errors import ConflictError
+from labq.gateway.deps import AdminDep, StateDep, UserDep
+from labq.gateway.errors import ApiError
+from labq.gateway.events import tell
+from labq.gateway.schemas import INTEGRAL, Body, Name, Reason
 from labq.store import reading, transaction
 from labq.store.reservations import LOAN, ReservationView, describe
 

@@ -7,10 +7,10 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from labq.api.deps import AdminDep, StateDep, UserDep
 from labq.api.openapi import answers
-from labq.api.schemas import RowId
 from labq.domain.retention import expires_at, job_tag
+from labq.gateway.deps import AdminDep, StateDep, UserDep
+from labq.gateway.schemas import RowId
 from labq.service.retention import prune
 from labq.store import reading
 

@@ -16,9 +16,9 @@ from typing import Annotated, Any
 
 from fastapi import Query
 
-from labq.api.events import QueueRow
 from labq.domain.model import EVERYBODY
 from labq.domain.states import RecipeState
+from labq.gateway.events import QueueRow
 from labq.store import JobView
 from labq.store.selection import JobLabel
 

@@ -13,19 +13,19 @@ from typing import Annotated, Any, Final
 from fastapi import APIRouter, Query
 from pydantic import Field
 
-from labq.api.deps import StateDep, UserDep
-from labq.api.errors import ApiError
-from labq.api.events import tell
 from labq.api.feasibility import Fleet
 from labq.api.jobs import CancelBody, pin_ref, store_job
 from labq.api.jobviews import job_summary
 from labq.api.openapi import answers
-from labq.api.schemas import Body, Offset
 from labq.domain.job import JobSpec
 from labq.domain.model import User
 from labq.errors import InputError
 from labq.formats.loader import Format, detect_format, read_job
 from labq.formats.origins import Origins
+from labq.gateway.deps import StateDep, UserDep
+from labq.gateway.errors import ApiError
+from labq.gateway.events import tell
+from labq.gateway.schemas import Body, Offset
 from labq.store import Repository, reading, transaction
 from labq.store.listing import MAX_PAGE
 from labq.store.runs import RunSummary

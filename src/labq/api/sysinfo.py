@@ -7,10 +7,10 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from labq.api.deps import StateDep, UserDep
 from labq.api.openapi import answers
 from labq.domain.shortfall import BUILTIN, recorded
 from labq.domain.summary import COLUMNS, summarise
+from labq.gateway.deps import StateDep, UserDep
 from labq.store import reading
 
 # registered before ``/systems/{fqdn}``, which would take "summary" for a name

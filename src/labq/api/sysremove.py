@@ -10,10 +10,10 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from labq.api.deps import AdminDep, StateDep
-from labq.api.events import tell
 from labq.api.openapi import answers
-from labq.api.schemas import Body, Reason
+from labq.gateway.deps import AdminDep, StateDep
+from labq.gateway.events import tell
+from labq.gateway.schemas import Body, Reason
 from labq.store import transaction
 
 router = APIRouter(prefix="/systems", tags=["systems"])

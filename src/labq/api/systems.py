@@ -7,11 +7,16 @@ from typing import Annotated, Any
 from fastapi import APIRouter
 from pydantic import Field
 
-from labq.api.deps import AdminDep, StateDep, UserDep
-from labq.api.events import tell
 from labq.api.openapi import answers
 from labq.api.reservations import reservation_json
-from labq.api.schemas import (
+from labq.config import Settings
+from labq.domain.inventory import InventoryError, parse_inventory
+from labq.domain.model import System
+from labq.domain.states import Condition
+from labq.errors import InputError
+from labq.gateway.deps import AdminDep, StateDep, UserDep
+from labq.gateway.events import tell
+from labq.gateway.schemas import (
     INTEGRAL,
     NO_NUL,
     Attributes,
@@ -21,11 +26,6 @@ from labq.api.schemas import (
     Reason,
     Scalar,
 )
-from labq.config import Settings
-from labq.domain.inventory import InventoryError, parse_inventory
-from labq.domain.model import System
-from labq.domain.states import Condition
-from labq.errors import InputError
 from labq.store import epoch, reading, transaction
 from labq.store.reservations import ReservationView
 from labq.store.views import ActivityEntry

@@ -8,11 +8,11 @@ from typing import Annotated, Any, Final
 
 from fastapi import APIRouter, Query
 
-from labq.api.deps import StateDep, UserDep
-from labq.api.errors import ApiError
 from labq.api.openapi import answers
-from labq.api.schemas import IsoTime
 from labq.domain.accounting import By, UsageRow, report
+from labq.gateway.deps import StateDep, UserDep
+from labq.gateway.errors import ApiError
+from labq.gateway.schemas import IsoTime
 from labq.store import reading
 
 router = APIRouter(prefix="/usage", tags=["usage"])

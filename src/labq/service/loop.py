@@ -22,9 +22,9 @@ from typing import Final, Protocol
 
 from sqlalchemy.engine import Engine
 
-from labq.api.events import QueueRow
 from labq.config import Settings
 from labq.errors import ConflictError, IllegalTransition, LeadershipLost
+from labq.gateway.events import QueueRow
 from labq.scheduler.core import Scheduler
 from labq.service import bridge, eligibility, reservations
 from labq.service import events as handlers

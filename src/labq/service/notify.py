@@ -21,7 +21,7 @@ import psycopg
 from sqlalchemy import Engine, text
 from sqlalchemy.engine import make_url
 
-from labq.api.events import QueueRow
+from labq.gateway.events import QueueRow
 from labq.service.loop import JOB_EVENTS, KINDS, SET_EVENTS, SchedulerService
 
 CHANNEL: Final = "labq_events"
@@ -54,7 +54,7 @@ def conninfo(url: str) -> str:
 
 
 class EventRouter:
-    """The API's :class:`~labq.api.events.Events`: the local scheduler or a NOTIFY.
+    """The API's :class:`~labq.gateway.events.Events`: the local scheduler or a NOTIFY.
 
     ``service`` is set while this process leads; ``engine`` is None on SQLite,
     where the one process always leads.

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from labq.api.events import QueueRow
 from labq.domain.model import EVERYBODY
 from labq.domain.priority import Priority
 from labq.domain.states import RecipeState
+from labq.gateway.events import QueueRow
 from labq.scheduler.core import Scheduler
 from labq.scheduler.entries import SetEntry
 from labq.scheduler.order import age_of, aged_priority, predictive_weight

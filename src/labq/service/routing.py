@@ -16,7 +16,7 @@ from typing import Final, Protocol
 
 from sqlalchemy import Engine
 
-from labq.api.events import WorkBell
+from labq.gateway.events import WorkBell
 from labq.store import reading
 
 REFRESH_EVERY: Final = 2.0  # seconds an answer to "which labs have agents" is kept

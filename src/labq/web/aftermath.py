@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from labq.api.deps import AppState
 from labq.domain.model import User
 from labq.domain.retention import expires_at, job_tag
+from labq.gateway.deps import AppState
 from labq.store import JobView, reading
 from labq.store.notices import NotificationView
 from labq.usecases.permissions import may_change_job

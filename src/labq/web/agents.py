@@ -6,7 +6,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 
 from labq.api import agents as api_agents
-from labq.api.deps import StateDep
+from labq.gateway.deps import StateDep
 from labq.store import reading
 from labq.web.rendering import page
 from labq.web.route import PageRoute

@@ -16,10 +16,10 @@ from fastapi.responses import RedirectResponse
 
 from labq.api import bulk as api_bulk
 from labq.api import jobs as api_jobs
-from labq.api.deps import StateDep
-from labq.api.schemas import PriorityLabel, RowId
 from labq.domain.states import RecipeState
 from labq.formats.loader import FORMATS, Format
+from labq.gateway.deps import StateDep
+from labq.gateway.schemas import PriorityLabel, RowId
 from labq.store.selection import JobQuery
 from labq.web.jobs import job_page, jobs_page
 from labq.web.rendering import PREFIX, page

@@ -10,8 +10,8 @@ from fastapi.responses import RedirectResponse
 
 from labq.api import clones as api_clones
 from labq.api import extend as api_extend
-from labq.api.deps import StateDep
-from labq.api.schemas import INT4_MAX, RowId
+from labq.gateway.deps import StateDep
+from labq.gateway.schemas import INT4_MAX, RowId
 from labq.web.jobs import job_page
 from labq.web.rendering import PREFIX
 from labq.web.route import PageRoute, refusal

@@ -15,12 +15,12 @@ from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import RedirectResponse
 
 from labq.api import jobs as api_jobs
-from labq.api.deps import AppState, StateDep
 from labq.api.jobviews import log_files
 from labq.api.rows import job_row, reasons_by_job
-from labq.api.schemas import RowId
 from labq.domain.priority import Priority
 from labq.domain.states import RecipeState
+from labq.gateway.deps import AppState, StateDep
+from labq.gateway.schemas import RowId
 from labq.store import HistoryEntry, JobView, RecipeSetView, RecipeView, reading
 from labq.store.selection import JobQuery
 from labq.usecases.permissions import may_change_job

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from fastapi import APIRouter, Request, Response
 
 from labq.api import pools as api_pools
-from labq.api.deps import StateDep
+from labq.gateway.deps import StateDep
 from labq.store import reading
 from labq.web.rendering import page
 from labq.web.route import PageRoute

@@ -14,7 +14,7 @@ from fastapi import APIRouter, Form, Request, Response
 from fastapi.responses import RedirectResponse
 
 from labq.api import notices as api_notices
-from labq.api.deps import AppState, StateDep
+from labq.gateway.deps import AppState, StateDep
 from labq.store import Repository, reading, transaction
 from labq.store.passwords import MAX_PASSWORD
 from labq.web.rendering import PREFIX, page

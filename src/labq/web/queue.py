@@ -15,9 +15,9 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 
-from labq.api.deps import AppState, StateDep
 from labq.api.rows import queue_rows as api_rows
 from labq.domain.states import RecipeState
+from labq.gateway.deps import AppState, StateDep
 from labq.store import reading
 from labq.web.rendering import fragment, page
 from labq.web.route import PageRoute

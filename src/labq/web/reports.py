@@ -9,11 +9,11 @@ from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
 from labq.api import logtail
-from labq.api.deps import StateDep
 from labq.api.jobviews import log_reader
 from labq.api.junit import junit_xml
-from labq.api.schemas import RowId
 from labq.domain.summary import COLUMNS, summarise
+from labq.gateway.deps import StateDep
+from labq.gateway.schemas import RowId
 from labq.store import reading
 from labq.web.rendering import page
 from labq.web.route import PageRoute

@@ -12,9 +12,9 @@ from fastapi import APIRouter, Form, Query, Request, Response
 from fastapi.responses import RedirectResponse
 
 from labq.api import runs as api_runs
-from labq.api.deps import AppState, StateDep
 from labq.api.jobs import CancelBody
 from labq.domain.runs import STATUSES, job_status
+from labq.gateway.deps import AppState, StateDep
 from labq.store import reading
 from labq.usecases.permissions import may_change_job
 from labq.web.job_actions import REASON_LIMIT

@@ -15,9 +15,9 @@ from fastapi.responses import RedirectResponse
 
 from labq.api import reservations as api_reservations
 from labq.api import sysremove as api_sysremove
-from labq.api.deps import AppState, StateDep
-from labq.api.deps import admin as api_admin
 from labq.domain.reservesys import MAX_SECONDS
+from labq.gateway.deps import AppState, StateDep
+from labq.gateway.deps import admin as api_admin
 from labq.web.job_actions import REASON_LIMIT
 from labq.web.rendering import PREFIX
 from labq.web.route import PageRoute, refusal

@@ -13,9 +13,9 @@ from fastapi import APIRouter, Form, Request, Response
 from fastapi.responses import RedirectResponse
 
 from labq.api import notices as api_notices
-from labq.api.deps import StateDep
-from labq.api.schemas import RowId
 from labq.domain.notices import MAX_URL
+from labq.gateway.deps import StateDep
+from labq.gateway.schemas import RowId
 from labq.web.login import account_page
 from labq.web.rendering import PREFIX
 from labq.web.route import PageRoute, form_body, refusal

@@ -15,9 +15,9 @@ from fastapi import APIRouter, Form, Request, Response
 from fastapi.responses import RedirectResponse
 from markupsafe import Markup
 
-from labq.api.deps import AppState, StateDep
-from labq.api.errors import ApiError
 from labq.api.usage import window
+from labq.gateway.deps import AppState, StateDep
+from labq.gateway.errors import ApiError
 from labq.sim.export import export_scenario
 from labq.sim.metrics import measure
 from labq.sim.report import metric_rows
