@@ -6,7 +6,18 @@ from collections.abc import Sequence
 
 
 class LabqError(Exception):
-    """Base of every error labq reports in plain words."""
+    """Base of every error labq reports in plain words.
+
+    ``place`` names the field at fault when one is (``group``, ``ref``): an answer shows
+    it beside the message, which does not repeat it.
+    """
+
+    place: str | None = None
+
+    def __init__(self, *args: object, place: str | None = None) -> None:
+        super().__init__(*args)
+        if place is not None:
+            self.place = place
 
 
 class InputError(LabqError):
@@ -16,6 +27,8 @@ class InputError(LabqError):
     rest (one line for a terminal); ``every`` holds each of them on its own, for a
     form or an API answer that can show them all.
     """
+
+    place: str
 
     def __init__(
         self,
@@ -50,6 +63,11 @@ class InputError(LabqError):
             line=self.line if self.line is not None else line,
             every=[e.within(source=source, line=line) for e in self.every],
         )
+
+
+class RequestError(LabqError):
+    """A request understood but not workable as given (a ref that no repository resolves,
+    a selection that would pick every job): answered 422 with its message as it is."""
 
 
 class IllegalTransition(LabqError):  # noqa: N818 - the name says what it is

@@ -25,6 +25,7 @@ from labq.errors import (
     InputError,
     LabqError,
     NotFoundError,
+    RequestError,
 )
 
 BEARER = {"WWW-Authenticate": "Bearer"}
@@ -86,13 +87,16 @@ def from_labq(exc: LabqError) -> ApiError:
         return ApiError(
             422, exc.describe(), place=exc.place or None, line=exc.line, problems=problems
         )
+    place = exc.place or None
+    if isinstance(exc, RequestError):
+        return ApiError(422, str(exc), place=place)
     if isinstance(exc, NotFoundError):
-        return ApiError(404, str(exc))
+        return ApiError(404, str(exc), place=place)
     if isinstance(exc, ForbiddenError):
-        return ApiError(403, str(exc))
+        return ApiError(403, str(exc), place=place)
     if isinstance(exc, ConflictError | IllegalTransition):
-        return ApiError(409, str(exc))
-    return ApiError(400, str(exc))
+        return ApiError(409, str(exc), place=place)
+    return ApiError(400, str(exc), place=place)
 
 
 def _problem(exc: InputError) -> dict[str, Any]:
