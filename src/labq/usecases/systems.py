@@ -14,7 +14,9 @@ from labq.config import Settings
 from labq.domain.events import AccessChanged, ConditionChanged, EventSink, SystemAdded
 from labq.domain.inventory import Inventory
 from labq.domain.model import System, User
+from labq.domain.shortfall import recorded
 from labq.domain.states import Condition
+from labq.domain.summary import summarise
 from labq.errors import InputError
 from labq.store import Repository
 from labq.store.sysedit import Removal
@@ -127,3 +129,17 @@ def remove_system(
     if done.changed:
         sink.post(ConditionChanged(fqdn))
     return system, done
+
+
+def summary(repo: Repository, lab: str | None = None) -> list[dict[str, object]]:
+    """How many systems each lab (optionally one) and pool has idle, held, running, broken,
+    manual and reserved (Slurm's ``sinfo``); removed systems are left out."""
+    systems = repo.list_systems(lab=lab)
+    reserved = frozenset(repo.open_reservations())
+    return summarise(systems, reserved)
+
+
+def recorded_properties(repo: Repository) -> frozenset[str]:
+    """The properties at least one system records: with labq's own, all a host
+    requirement can match."""
+    return recorded(s.facts() for s in repo.list_systems())
