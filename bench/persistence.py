@@ -55,7 +55,7 @@ from labq.domain.model import System
 from labq.domain.states import RecipeState
 from labq.service.inbox import SupervisorExited
 from labq.service.loop import SchedulerService
-from labq.service.timing import DECISION_SECONDS
+from labq.usecases.timing import DECISION_SECONDS
 from labq.store import make_engine, transaction, upgrade
 
 PG_URL = os.environ.get("LABQ_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")

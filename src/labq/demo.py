@@ -116,9 +116,9 @@ def _serve(root: Path, port: int, stop: Stop, *, removes: bool) -> None:
     the web server and everything the scheduler started."""
     import uvicorn
 
-    from labq.api.app import create_app
     from labq.server import assemble
     from labq.store.bootstrap import first_admin
+    from labq.webapp import create_app
 
     url = f"sqlite:///{root / 'labq.db'}"
     settings = Settings(database=url, data_dir=str(root / "data"))

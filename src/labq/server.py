@@ -222,7 +222,7 @@ def serve(settings: Settings, url: str | None, host: str, port: int) -> None:
     """Run until interrupted."""
     import uvicorn
 
-    from labq.api.app import create_app
+    from labq.webapp import create_app
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("alembic").setLevel(logging.WARNING)  # its own chatter on every start

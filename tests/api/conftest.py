@@ -15,7 +15,6 @@ import httpx
 import pytest
 from sqlalchemy import URL, Engine
 
-from labq.api.app import create_app
 from labq.config import Settings
 from labq.domain.events import (
     ConditionChanged,
@@ -35,6 +34,7 @@ from labq.formats.limits import Limits
 from labq.service.inbox import SupervisorExited
 from labq.service.loop import SchedulerService
 from labq.store import make_engine, reading, transaction, upgrade
+from labq.webapp import create_app
 from tests.conftest import pg_copy
 from tests.doubles import RecordingDispatcher
 

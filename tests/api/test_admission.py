@@ -20,7 +20,6 @@ import httpx
 import pytest
 from sqlalchemy import Engine
 
-from labq.api.app import create_app
 from labq.config import Queue, Settings
 from labq.dispatch.dispatcher import Dispatcher
 from labq.domain.model import System
@@ -28,6 +27,7 @@ from labq.domain.states import RecipeState
 from labq.service.inbox import Inbox
 from labq.service.loop import SchedulerService
 from labq.store import make_engine, reading, transaction
+from labq.webapp import create_app
 
 from .conftest import API, T0, RecordingDispatcher, TestClient, play_set, seed
 

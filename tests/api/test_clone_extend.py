@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, delete
 
-from labq.api.app import create_app
 from labq.config import Settings
 from labq.dispatch.database_reporter import DatabaseReporter
 from labq.domain.events import JobSubmitted
@@ -19,6 +18,7 @@ from labq.formats.limits import Limits
 from labq.service.loop import SchedulerService
 from labq.store import make_engine, reading, transaction
 from labq.store.tables import JobSources
+from labq.webapp import create_app
 from tests.api.conftest import (
     API,
     EXAMPLES,

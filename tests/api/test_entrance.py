@@ -14,8 +14,8 @@ from fastapi.routing import APIRoute
 from starlette.routing import BaseRoute
 
 from labq.api.agent import agent
-from labq.api.deps import credential, dependants
 from labq.entrance import OPEN, OPEN_BODY_BYTES, Entrance
+from labq.gateway.deps import credential, dependants
 from labq.serving import Admit, Head, Refuse, Verdict
 from labq.store import transaction
 from labq.store.tokens import digest_of

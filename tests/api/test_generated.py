@@ -25,8 +25,8 @@ from schemathesis.core.parameters import ParameterLocation
 from schemathesis.specs.openapi import checks
 from sqlalchemy import create_engine
 
-from labq.api.app import create_app
 from labq.config import Settings
+from labq.webapp import create_app
 from tests.api.conftest import Lab, submit
 
 EXAMPLES = int(os.environ.get("LABQ_GENERATED_EXAMPLES", "6"))

@@ -14,11 +14,11 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import Engine
 
-from labq.api.app import create_app
 from labq.config import Settings
 from labq.domain.states import RecipeState, Result
 from labq.service.loop import SchedulerService
 from labq.store import make_engine, transaction
+from labq.webapp import create_app
 
 from .conftest import API, Clock, Lab, RecordingDispatcher, TestClient, play_set, seed
 

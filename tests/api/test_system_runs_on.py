@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from labq.api.app import create_app
 from labq.config import Settings
 from labq.store import make_engine, transaction
+from labq.webapp import create_app
 from tests.api.conftest import API, T0, Clock, Recorder, TestClient, seed
 
 

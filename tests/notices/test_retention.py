@@ -6,8 +6,8 @@ from datetime import timedelta
 
 from labq.config import Retention
 from labq.dispatch.logs import set_log_dir
-from labq.service.retention import prune
 from labq.store import reading
+from labq.usecases.retention import prune
 from tests.notices.conftest import T0, ended_job, open_job
 
 

@@ -6,8 +6,8 @@ from datetime import timedelta
 
 from labq.config import Notify, Retention
 from labq.service.outbox import Outbox
-from labq.service.retention import prune
 from labq.store import transaction
+from labq.usecases.retention import prune
 from tests.api.conftest import T0, Lab, submit
 from tests.ui.test_pages import UI, log_in
 

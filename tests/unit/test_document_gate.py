@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from labq.api.gate import DocumentGate
+from labq.gateway.gate import DocumentGate
 
 
 def test_a_large_document_waits_for_the_one_being_parsed_and_a_small_one_does_not() -> None:

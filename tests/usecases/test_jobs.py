@@ -30,13 +30,15 @@ def _jobs(repo: Repository) -> int:
     return repo.count_found(JobQuery())
 
 
-def test_a_member_submits_for_their_group(repo: Repository) -> None:
+def test_a_member_submits_for_their_group(seeded: Repository) -> None:
+    repo = seeded
     job_id = submit_job(repo, user(repo, "alice"), job_spec(group="kernel-qe"), "native", now=at(1))
     job = repo.load_job(job_id)
     assert (job.owner, job.group) == ("alice", "kernel-qe")
 
 
-def test_a_non_member_may_not_submit_for_a_group(repo: Repository) -> None:
+def test_a_non_member_may_not_submit_for_a_group(seeded: Repository) -> None:
+    repo = seeded
     with pytest.raises(ForbiddenError) as refused:
         submit_job(repo, user(repo, "bob"), job_spec(group="kernel-qe"), "native", now=at(1))
     assert str(refused.value) == "'bob' is not a member of group 'kernel-qe'"
@@ -44,7 +46,8 @@ def test_a_non_member_may_not_submit_for_a_group(repo: Repository) -> None:
     assert _jobs(repo) == 0
 
 
-def test_a_job_a_reject_rule_matches_is_refused(repo: Repository) -> None:
+def test_a_job_a_reject_rule_matches_is_refused(seeded: Repository) -> None:
+    repo = seeded
     rule = repo.add_filter(
         action="reject",
         actor="alice",
@@ -57,7 +60,8 @@ def test_a_job_a_reject_rule_matches_is_refused(repo: Repository) -> None:
     submit_job(repo, user(repo, "alice"), job_spec(), "native", now=at(1))  # not hers
 
 
-def test_a_job_no_system_can_ever_run_is_refused_with_its_shortfall(repo: Repository) -> None:
+def test_a_job_no_system_can_ever_run_is_refused_with_its_shortfall(seeded: Repository) -> None:
+    repo = seeded
     huge = JobSpec.model_validate(
         {
             "recipe_sets": [
@@ -95,7 +99,8 @@ def test_a_ref_is_pinned_to_its_commit_and_an_unknown_one_refused() -> None:
     assert refused.value.place == "ref"
 
 
-def test_only_the_owner_its_group_or_an_admin_cancels_a_job(repo: Repository) -> None:
+def test_only_the_owner_its_group_or_an_admin_cancels_a_job(seeded: Repository) -> None:
+    repo = seeded
     job_id = submit_job(repo, user(repo, "alice"), job_spec(), "native", now=at(1))
     with pytest.raises(ForbiddenError, match="belongs to 'alice'; 'bob' may not change it"):
         cancel_job(repo, user(repo, "bob"), job_id, now=at(2))
@@ -106,7 +111,8 @@ def test_only_the_owner_its_group_or_an_admin_cancels_a_job(repo: Repository) ->
     assert again.note == f"job {job_id} is already cancelled: nothing to cancel"
 
 
-def test_raising_a_priority_needs_an_admin(repo: Repository) -> None:
+def test_raising_a_priority_needs_an_admin(seeded: Repository) -> None:
+    repo = seeded
     job_id = submit_job(repo, user(repo, "alice"), job_spec(), "native", now=at(1))
     with pytest.raises(ForbiddenError) as refused:
         change_priority(repo, user(repo, "alice"), job_id, Priority.URGENT, now=at(2))
@@ -118,8 +124,9 @@ def test_raising_a_priority_needs_an_admin(repo: Repository) -> None:
 
 
 def test_a_bulk_cancel_changes_what_it_may_and_says_why_not_for_the_rest(
-    repo: Repository,
+    seeded: Repository,
 ) -> None:
+    repo = seeded
     alices = submit_job(repo, user(repo, "alice"), job_spec(), "native", now=at(1))
     bobs = submit_job(repo, user(repo, "bob"), job_spec(), "native", now=at(1))
     with pytest.raises(RequestError, match="give job ids or at least one filter"):
@@ -134,7 +141,8 @@ def test_a_bulk_cancel_changes_what_it_may_and_says_why_not_for_the_rest(
     assert list(done.events) == [JobsCancelled(alices)]
 
 
-def test_a_run_is_refused_by_its_document_named(repo: Repository) -> None:
+def test_a_run_is_refused_by_its_document_named(seeded: Repository) -> None:
+    repo = seeded
     native = "recipe_sets:\n- recipes:\n  - tasks:\n    - {name: t, run: 'true'}\n"
     documents = [RunDocument("ok.yaml", native), RunDocument("group.yaml", GROUP + native)]
     jobs = read_run(documents, limits=Limits(), resolve=lambda repo, branch: "c0ffee")

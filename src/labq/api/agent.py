@@ -23,18 +23,18 @@ from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials
 from pydantic import Field
 
-from labq.api.deps import StateDep, bearer
-from labq.api.errors import BEARER, ApiError, error_body
-from labq.api.events import tell
 from labq.api.openapi import answers
-from labq.api.schemas import INTEGRAL, Body, Name, Offset, RowId
 from labq.dispatch import remote
 from labq.dispatch.logs import set_log_dir
 from labq.domain.events import LocksChanged, SetEnded
 from labq.errors import ClaimLost
+from labq.gateway.deps import StateDep, bearer
+from labq.gateway.errors import BEARER, ApiError, error_body
+from labq.gateway.schemas import INTEGRAL, Body, Name, Offset, RowId
 from labq.store import reading, transaction
 from labq.store.agents import AgentView
 from labq.store.supervisors import Beat
+from labq.usecases.posting import post_all
 
 router = APIRouter(prefix="/agent", tags=["agent"], responses=answers(401))
 MAX_WAIT: Final = 30.0  # seconds a claim may wait for work
@@ -240,7 +240,7 @@ def ended(state: StateDep, me: AgentDep, set_id: RowId, body: EndBody) -> Any:
     """The set's supervisor exited and every report and log got through."""
     if not remote.end_set(state.engine, me, set_id, body.claim, body.code, now=state.clock()):
         return lost(ClaimLost(f"recipe set {set_id} is not this agent's under that claim"))
-    tell(state.events, SetEnded(set_id))
+    post_all(state.events, [SetEnded(set_id)])
     return {"ended": True}
 
 
@@ -252,5 +252,5 @@ def locks(state: StateDep, me: AgentDep, set_id: RowId, body: ClaimOnly) -> Any:
     except ClaimLost as exc:
         return lost(exc)
     if outcome.granted:
-        tell(state.events, LocksChanged(set_id))
+        post_all(state.events, [LocksChanged(set_id)])
     return {"granted": outcome.granted, "refused": outcome.refused, "waiting": outcome.describe()}

@@ -3,17 +3,17 @@ nowhere else, ever) and revoke them; everyone may list them and see which are on
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter
 from pydantic import Field
 
-from labq.api.deps import AdminDep, StateDep, UserDep
 from labq.api.openapi import answers
-from labq.api.schemas import Body, Name
+from labq.gateway.answers import agent_json
+from labq.gateway.deps import AdminDep, StateDep, UserDep
+from labq.gateway.schemas import Body, Name
 from labq.store import reading, transaction
-from labq.store.agents import AgentView
+from labq.usecases import agents
 
 router = APIRouter(prefix="/agents", tags=["agents"])
 
@@ -23,26 +23,6 @@ class AgentBody(Body):
 
     name: Name
     labs: Annotated[list[Name], Field(min_length=1, max_length=100)]
-
-
-def agent_json(agent: AgentView, now: datetime, timeout: float) -> dict[str, Any]:
-    """An agent as listed: never its token."""
-    if agent.revoked_at is not None:
-        state = "revoked"
-    else:
-        state = "online" if agent.online(now, timeout) else "offline"
-    return {
-        "name": agent.name,
-        "labs": list(agent.labs),
-        "state": state,
-        "version": agent.version,
-        "host": agent.host,
-        "max_sets": agent.max_sets,
-        "running": agent.running,
-        "last_seen_at": agent.last_seen_at,
-        "created_at": agent.created_at,
-        "revoked_at": agent.revoked_at,
-    }
 
 
 @router.get("")
@@ -59,7 +39,7 @@ def add_agent(state: StateDep, caller: AdminDep, body: AgentBody) -> dict[str, A
     """A new agent token bound to ``labs``: their sets are run by agents from now on."""
     now = state.clock()
     with transaction(state.engine) as repo:
-        agent, secret = repo.create_agent(body.name, body.labs, now=now, actor=caller.name)
+        agent, secret = agents.add_agent(repo, caller, body.name, body.labs, now=now)
     shown = agent_json(agent, now, state.settings.health.heartbeat_timeout)
     return {**shown, "token": secret}
 
@@ -71,5 +51,5 @@ def revoke_agent(state: StateDep, caller: AdminDep, name: str) -> dict[str, Any]
     serves them."""
     now = state.clock()
     with transaction(state.engine) as repo:
-        agent = repo.revoke_agent(name, now=now, actor=caller.name)
+        agent = agents.revoke_agent(repo, caller, name, now=now)
     return agent_json(agent, now, state.settings.health.heartbeat_timeout)

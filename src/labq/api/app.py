@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from fastapi import Depends, FastAPI
@@ -12,7 +13,6 @@ from labq.api import (
     agents,
     bulk,
     clones,
-    errors,
     extend,
     filters,
     health,
@@ -36,11 +36,11 @@ from labq.api import (
     systems,
     usage,
 )
-from labq.api.deps import AppState, Clock, strict_query
 from labq.api.guard import Guard
 from labq.config import Settings
+from labq.gateway import errors
+from labq.gateway.deps import AppState, Clock, strict_query
 from labq.usecases.ports import SchedulerPort, WorkBell
-from labq.web import site
 
 PREFIX = openapi.PREFIX
 
@@ -57,9 +57,11 @@ def create_app(
     *,
     clock: Clock = utc_now,
     bell: WorkBell | None = None,
+    pages: Callable[[FastAPI], None] | None = None,
 ) -> FastAPI:
     """The HTTP API over ``engine``; changes are told to the scheduler through ``events``,
-    and ``bell`` (the server's) wakes lab agents waiting for work."""
+    and ``bell`` (the server's) wakes lab agents waiting for work. ``pages`` mounts more
+    routes before the error handlers go in (:mod:`labq.webapp` mounts the web UI so)."""
     app = FastAPI(
         title="labq",
         version="1",
@@ -100,7 +102,8 @@ def create_app(
         openapi.document_errors(router)
         app.include_router(router, prefix=PREFIX, dependencies=[Depends(strict_query)])
     app.include_router(metrics.router)  # /metrics at the root, where Prometheus looks
-    site.install(app)  # the web UI under /ui
+    if pages is not None:
+        pages(app)
     errors.install(app)
     openapi.install(app)
     app.add_middleware(literals.LiteralPaths, document=app.openapi)  # 405 on GET /jobs/cancel

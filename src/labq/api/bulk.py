@@ -14,12 +14,11 @@ from typing import Annotated, Any, Final
 from fastapi import APIRouter
 from pydantic import Field
 
-from labq.api.deps import StateDep, UserDep
-from labq.api.events import as_sink
 from labq.api.openapi import answers
-from labq.api.schemas import NO_NUL, Body, Name, PriorityLabel, Reason, RowId
 from labq.domain.priority import Priority
 from labq.domain.states import RecipeState
+from labq.gateway.deps import StateDep, UserDep
+from labq.gateway.schemas import NO_NUL, Body, Name, PriorityLabel, Reason, RowId
 from labq.store import transaction
 from labq.store.selection import MAX_SELECTED
 from labq.usecases import cancellation, priority, selection
@@ -85,7 +84,7 @@ def cancel_jobs(body: BulkCancel, app: StateDep, caller: UserDep) -> dict[str, A
             reason=body.reason,
             dry_run=body.dry_run,
         )
-    post_all(as_sink(app.events), done.events)
+    post_all(app.events, done.events)
     return answer(done, "cancelled")
 
 
@@ -100,7 +99,7 @@ def change_priorities(body: BulkPriority, app: StateDep, caller: UserDep) -> dic
         done = priority.change_priorities(
             repo, caller, job_filter(body), wanted, now=app.clock(), dry_run=body.dry_run
         )
-    post_all(as_sink(app.events), done.events)
+    post_all(app.events, done.events)
     return {**answer(done, "sets"), "priority": wanted.label}
 
 

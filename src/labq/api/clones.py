@@ -14,12 +14,11 @@ from typing import Annotated, Any, Final
 from fastapi import APIRouter, Response
 from pydantic import Field
 
-from labq.api.deps import StateDep, UserDep
-from labq.api.events import as_sink
 from labq.api.openapi import answers
-from labq.api.schemas import NO_NUL, Body, Name, PriorityLabel, RowId
 from labq.domain.events import JobSubmitted
 from labq.domain.priority import Priority
+from labq.gateway.deps import StateDep, UserDep
+from labq.gateway.schemas import NO_NUL, Body, Name, PriorityLabel, RowId
 from labq.store import reading, transaction
 from labq.usecases import clones
 from labq.usecases.posting import post_all
@@ -67,7 +66,7 @@ def clone_job(
         plan = clones.plan_clone(repo, job_id, changes, limits=app.settings.limits)
     with transaction(app.engine) as repo:
         new_id = clones.clone_job(repo, caller, plan, now=app.clock())
-    post_all(as_sink(app.events), [JobSubmitted(new_id)])
+    post_all(app.events, [JobSubmitted(new_id)])
     return {
         "id": new_id,
         "cloned_from": job_id,

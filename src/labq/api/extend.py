@@ -12,9 +12,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter
 from pydantic import Field
 
-from labq.api.deps import StateDep, UserDep
 from labq.api.openapi import answers
-from labq.api.schemas import INT4_MAX, INTEGRAL, Body, RowId
+from labq.gateway.deps import StateDep, UserDep
+from labq.gateway.schemas import INT4_MAX, INTEGRAL, Body, RowId
 from labq.store import transaction
 from labq.usecases import extension
 

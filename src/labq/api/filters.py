@@ -9,22 +9,20 @@ reject rule refuses it.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
 from typing import Annotated, Any, Final, Literal
 
 from fastapi import APIRouter
 from pydantic import Field
 
-from labq.api.deps import AdminDep, StateDep, UserDep
-from labq.api.errors import ApiError
-from labq.api.events import tell
 from labq.api.openapi import answers
-from labq.api.schemas import INT4_MAX, INTEGRAL, NO_NUL, Body, Name, Reason, RowId
-from labq.domain import filters
-from labq.domain.events import FiltersChanged, PauseChanged
 from labq.domain.job import JobSpec
-from labq.store import Repository, reading, transaction
+from labq.gateway.deps import AdminDep, StateDep, UserDep
+from labq.gateway.errors import ApiError
+from labq.gateway.posting import committing
+from labq.gateway.schemas import INT4_MAX, INTEGRAL, NO_NUL, Body, Name, Reason, RowId
+from labq.store import Repository, reading
 from labq.store.admission import FilterView, PauseView
+from labq.usecases import filters as rules
 
 router = APIRouter(prefix="/filters", tags=["filters"])
 pauses = APIRouter(prefix="/queue", tags=["queue"])
@@ -74,38 +72,26 @@ def list_filters(app: StateDep, _: UserDep) -> dict[str, Any]:
 @router.post("", status_code=201)
 def add_filter(body: FilterBody, app: StateDep, admin: AdminDep) -> dict[str, Any]:
     """Add a rule (admins); sets not started yet are judged again, reject cancels."""
-    predicates = []
-    for index, text in enumerate(body.predicates):
-        try:
-            predicates.append(filters.parse_predicate(text))
-        except filters.FilterError as exc:
-            place = f"predicates[{index}]"
-            raise ApiError(422, f"{place}: {exc}", place=place) from None
-    try:
-        filters.check_rule(body.action, body.rate, body.priority)
-    except filters.FilterError as exc:
-        raise ApiError(422, f"rate: {exc}", place="rate") from None
-    with transaction(app.engine) as repo:
-        rule = repo.add_filter(
+    with committing(app) as (repo, sink):
+        view = rules.add_filter(
+            repo,
+            admin,
             action=body.action,
             rate=body.rate,
             priority=body.priority,
-            predicates=predicates,
+            predicates=body.predicates,
             comment=body.comment,
-            actor=admin.name,
             now=app.clock(),
+            sink=sink,
         )
-        view = next(f for f in repo.list_filters() if f.rule.id == rule.id)
-    tell(app.events, FiltersChanged())
     return filter_json(view)
 
 
 @router.delete("/{filter_id}", responses=answers(404))
 def delete_filter(filter_id: RowId, app: StateDep, admin: AdminDep) -> dict[str, Any]:
     """Remove a rule (admins); the sets it held are judged again."""
-    with transaction(app.engine) as repo:
-        repo.delete_filter(filter_id, actor=admin.name, now=app.clock())
-    tell(app.events, FiltersChanged())
+    with committing(app) as (repo, sink):
+        rules.delete_filter(repo, admin, filter_id, now=app.clock(), sink=sink)
     return {"id": filter_id, "deleted": True}
 
 
@@ -147,22 +133,19 @@ def list_pauses(app: StateDep, _: UserDep) -> dict[str, Any]:
 def pause_queue(body: PauseBody, app: StateDep, admin: AdminDep) -> dict[str, Any]:
     """Pause a lab's queue (admins): nothing new starts or takes systems there; runs go on."""
     now = app.clock()
-    until = _until(body, now)
-    with transaction(app.engine) as repo:
-        view = repo.pause_queue(
-            body.lab, until=until, reason=body.reason, actor=admin.name, now=now
+    until = rules.pause_until(body.until, body.for_s, now)
+    with committing(app) as (repo, sink):
+        view = rules.pause_queue(
+            repo, admin, body.lab, until=until, reason=body.reason, now=now, sink=sink
         )
-    tell(app.events, PauseChanged(body.lab))
     return pause_json(view)
 
 
 @pauses.post("/resume", responses=answers(404))
 def resume_queue(body: ResumeBody, app: StateDep, admin: AdminDep) -> dict[str, Any]:
     """Let a lab's queue move again (admins); ``resumed`` is false when it was not paused."""
-    with transaction(app.engine) as repo:
-        resumed = repo.resume_queue(body.lab, actor=admin.name, now=app.clock())
-    if resumed:
-        tell(app.events, PauseChanged(body.lab))
+    with committing(app) as (repo, sink):
+        resumed = rules.resume_queue(repo, admin, body.lab, now=app.clock(), sink=sink)
     return {"lab": body.lab, "resumed": resumed}
 
 
@@ -175,25 +158,3 @@ def pause_json(view: PauseView) -> dict[str, Any]:
         "reason": view.reason,
         "paused_by": view.paused_by,
     }
-
-
-def _until(body: PauseBody, now: datetime) -> datetime | None:
-    if body.until is not None and body.for_s is not None:
-        raise ApiError(422, "give 'until' or 'for_s', not both", place="for_s")
-    if body.for_s is not None:
-        return now + timedelta(seconds=body.for_s)
-    if body.until is None:
-        return None
-    try:
-        until = datetime.fromisoformat(body.until)
-    except ValueError:
-        raise ApiError(
-            422, f"until: {body.until!r} is not an ISO 8601 time", place="until"
-        ) from None
-    if until.tzinfo is None:
-        raise ApiError(
-            422, f"until: {body.until!r} needs a time zone (e.g. 'Z' or '+02:00')", place="until"
-        )
-    if until <= now:
-        raise ApiError(422, f"until: {body.until!r} is not in the future", place="until")
-    return until

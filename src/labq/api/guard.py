@@ -16,7 +16,7 @@ from urllib.parse import parse_qsl
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from labq.api.errors import error_body
+from labq.gateway.errors import error_body
 
 log = logging.getLogger("labq.api")
 

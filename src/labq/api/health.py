@@ -9,9 +9,9 @@ from fastapi import APIRouter
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
-from labq.api.deps import StateDep
-from labq.api.errors import ApiError
 from labq.api.openapi import answers
+from labq.gateway.deps import StateDep
+from labq.gateway.errors import ApiError
 from labq.store import reading
 
 router = APIRouter(tags=["health"])

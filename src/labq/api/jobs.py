@@ -12,17 +12,16 @@ from typing import Annotated, Any, Final, Literal
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import FileResponse, Response
 
-from labq.api.deps import StateDep, UserDep
-from labq.api.errors import ApiError
-from labq.api.events import as_sink
 from labq.api.jobviews import job_json, job_summary, results_json
 from labq.api.openapi import answers
 from labq.api.rows import Glob, Text
-from labq.api.schemas import Body, Offset, PriorityLabel, Reason, RowId
 from labq.domain.events import JobSubmitted
 from labq.domain.priority import Priority
 from labq.domain.states import RecipeState
 from labq.formats.loader import Format
+from labq.gateway.deps import StateDep, UserDep
+from labq.gateway.errors import ApiError
+from labq.gateway.schemas import Body, Offset, PriorityLabel, Reason, RowId
 from labq.store import reading, transaction
 from labq.store.listing import MAX_PAGE
 from labq.store.selection import JobQuery
@@ -115,7 +114,7 @@ def submit_job(
             source=document.text,
             origins=document.origins,
         )
-    post_all(as_sink(app.events), [JobSubmitted(job_id)])
+    post_all(app.events, [JobSubmitted(job_id)])
     return {"id": job_id, "format": document.format, "url": f"/api/v1/jobs/{job_id}"}
 
 
@@ -207,7 +206,7 @@ def cancel_job(
     reason = None if body is None else body.reason
     with transaction(app.engine) as repo:
         done = cancellation.cancel_job(repo, caller, job_id, now=app.clock(), reason=reason)
-    post_all(as_sink(app.events), done.events)
+    post_all(app.events, done.events)
     return {"id": job_id, "cancelled": done.count, "note": done.note}
 
 
@@ -220,7 +219,7 @@ def change_priority(
     wanted = Priority.parse(body.priority)
     with transaction(app.engine) as repo:
         done = priority.change_priority(repo, caller, job_id, wanted, now=app.clock())
-    post_all(as_sink(app.events), done.events)
+    post_all(app.events, done.events)
     return {"id": job_id, "priority": wanted.label, "sets": done.sets, "note": done.note}
 
 

@@ -6,10 +6,11 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from labq.api.deps import AdminDep, StateDep, UserDep
 from labq.api.openapi import answers
-from labq.api.schemas import NameBody
+from labq.gateway.deps import AdminDep, StateDep, UserDep
+from labq.gateway.schemas import NameBody
 from labq.store import reading, transaction
+from labq.usecases import labs
 
 router = APIRouter(prefix="/labs", tags=["labs"])
 
@@ -25,5 +26,5 @@ def list_labs(state: StateDep, _: UserDep) -> dict[str, Any]:
 def add_lab(body: NameBody, state: StateDep, admin: AdminDep) -> dict[str, Any]:
     """Add a lab (admins)."""
     with transaction(state.engine) as repo:
-        lab_id = repo.add_lab(body.name, actor=admin.name, now=state.clock())
+        lab_id = labs.add_lab(repo, admin, body.name, now=state.clock())
     return {"id": lab_id, "name": body.name}

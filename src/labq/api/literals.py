@@ -14,7 +14,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from labq.api.errors import METHODS, ApiError, error_response
+from labq.gateway.errors import METHODS, ApiError, error_response
 
 
 class LiteralPaths:

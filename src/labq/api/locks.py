@@ -15,14 +15,14 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from pydantic import Field
 
-from labq.api.deps import CredentialDep, StateDep, UserDep
-from labq.api.errors import ApiError
-from labq.api.events import tell
 from labq.api.openapi import answers
-from labq.api.schemas import Body, Name, RowId
-from labq.domain.events import LocksChanged
 from labq.domain.locktable import Grant, Outcome
-from labq.store import Credential, reading, transaction
+from labq.gateway.deps import CredentialDep, StateDep, UserDep
+from labq.gateway.errors import ApiError
+from labq.gateway.posting import committing
+from labq.gateway.schemas import Body, Name, RowId
+from labq.store import reading
+from labq.usecases import locks
 
 router = APIRouter(prefix="/locks", tags=["locks"])
 WAITING = {"description": "waiting for the locks: ask again to keep the place"}
@@ -55,34 +55,33 @@ class ReleaseBody(Body):
 @router.post("/acquire", responses={202: WAITING, **answers(404, 409)})
 def acquire(state: StateDep, found: CredentialDep, body: AcquireBody) -> JSONResponse:
     """Take every lock of ``locks`` for the set, or wait (202) or be refused (409)."""
-    set_id = _acting_set(found, body.set)
-    wanted = _grants(state.settings.queue.lock_levels, body.locks)
-    now = state.clock()
-    with transaction(state.engine) as repo:
-        outcome = repo.acquire_locks(set_id, wanted, now=now, wait=body.wait, lab_lock=True)
-        held = repo.held_locks([set_id]).get(set_id, ())
+    set_id = locks.acting_set(found, body.set)
+    wanted = locks.grants(state.settings.queue.lock_levels, _wanted(body.locks))
+    with committing(state) as (repo, sink):
+        outcome, held = locks.acquire(
+            repo, set_id, wanted, wait=body.wait, now=state.clock(), sink=sink
+        )
+    locks.refuse_unless_granted_or_waiting(set_id, outcome, wait=body.wait)
     if outcome.granted:
-        tell(state.events, LocksChanged(set_id))
         return JSONResponse({"set": set_id, "granted": True, "held": _grants_json(held)})
-    if outcome.refused is not None or not body.wait:
-        reason = outcome.refused or outcome.describe()
-        raise ApiError(409, f"recipe set {set_id}: {reason}", place="locks")
     return JSONResponse(_waiting_json(set_id, outcome), status_code=202)
 
 
 @router.post("/release", responses=answers(404, 409))
 def release(state: StateDep, found: CredentialDep, body: ReleaseBody) -> dict[str, Any]:
     """Let go of some locks of the set (or ``all``); waiters they blocked may get theirs."""
-    set_id = _acting_set(found, body.set)
+    set_id = locks.acting_set(found, body.set)
     if not body.all and not body.locks:
         raise ApiError(422, "name the locks to release, or say all: true", place="locks")
-    grants = None if body.all else _grants(state.settings.queue.lock_levels, body.locks)
-    with transaction(state.engine) as repo:
-        served = repo.release_locks(set_id, grants, now=state.clock())
-        held = repo.held_locks([set_id]).get(set_id, ())
-    for changed in [set_id, *served]:
-        tell(state.events, LocksChanged(changed))
+    levels = state.settings.queue.lock_levels
+    wanted = None if body.all else locks.grants(levels, _wanted(body.locks))
+    with committing(state) as (repo, sink):
+        served, held = locks.release(repo, set_id, wanted, now=state.clock(), sink=sink)
     return {"set": set_id, "held": _grants_json(held), "served": served}
+
+
+def _wanted(refs: list[LockRef]) -> list[locks.Wanted]:
+    return [locks.Wanted(ref.level, ref.name, ref.exclusive) for ref in refs]
 
 
 @router.get("")
@@ -107,31 +106,6 @@ def list_locks(state: StateDep, _: UserDep) -> dict[str, Any]:
             for wait in waits
         ],
     }
-
-
-def _acting_set(found: Credential, named: int | None) -> int:
-    if found.recipe_set is not None:
-        if named not in (None, found.recipe_set):
-            raise ApiError(403, f"this token acts for recipe set {found.recipe_set} only")
-        return found.recipe_set
-    if not found.user.admin:
-        raise ApiError(403, "locks are taken by a running set's own token (LABQ_TOKEN), or admins")
-    if named is None:
-        raise ApiError(422, "say which recipe set the locks are for", place="set")
-    return named
-
-
-def _grants(levels: tuple[str, ...], refs: list[LockRef]) -> list[Grant]:
-    for index, ref in enumerate(refs):
-        if ref.level not in levels:
-            known = ", ".join(levels)
-            raise ApiError(
-                422,
-                f"unknown lock level {ref.level!r} (expected one of {known}; the whole-lab"
-                " lock is declared in the job, not taken by tasks)",
-                place=f"locks[{index}].level",
-            )
-    return [Grant(ref.level, ref.name, ref.exclusive) for ref in refs]
 
 
 def _grant_json(grant: Grant) -> dict[str, Any]:

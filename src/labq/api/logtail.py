@@ -13,9 +13,9 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
 from pydantic import Field
 
-from labq.api.deps import StateDep, UserDep
 from labq.api.openapi import answers
-from labq.api.schemas import INTEGRAL, RowId
+from labq.gateway.deps import StateDep, UserDep
+from labq.gateway.schemas import INTEGRAL, RowId
 from labq.usecases import logtail
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])

@@ -20,15 +20,15 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.exposition import choose_encoder
 from sqlalchemy import Engine, case, func, select
 
-from labq.api.deps import StateDep, UserDep
 from labq.domain.priority import Priority
 from labq.domain.states import Condition, RecipeState, Usage
+from labq.gateway.deps import StateDep, UserDep
 from labq.scheduler.entries import SchedulerConfig, SetEntry
 from labq.scheduler.order import aged_priority
-from labq.service.timing import DECISION_SECONDS
 from labq.store import Repository, epoch, reading
 from labq.store.jobstate import STATE_CODES
 from labq.store.tables import Labs, Recipes, RecipeSets, Systems
+from labq.usecases.timing import DECISION_SECONDS
 
 # Not in the OpenAPI document: it is not JSON, and docs/metrics.md describes it.
 router = APIRouter(tags=["metrics"], include_in_schema=False)

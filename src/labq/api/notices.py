@@ -8,41 +8,19 @@ members' (``everybody``'s: admins only).
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 from fastapi import APIRouter
-from pydantic import Field
 
-from labq.api.deps import StateDep, UserDep
-from labq.api.errors import ApiError
 from labq.api.openapi import answers
-from labq.api.schemas import NO_NUL, Body, Name, RowId
-from labq.domain.model import EVERYBODY, User
-from labq.domain.notices import MAX_URL, check_url, new_secret
+from labq.gateway.bodies import WebhookBody
+from labq.gateway.deps import StateDep, UserDep
+from labq.gateway.schemas import RowId
 from labq.store import reading, transaction
 from labq.store.notices import NotificationView, WebhookView
-from labq.usecases.permissions import may_change_job
+from labq.usecases import notices
 
 router = APIRouter(tags=["notifications"])
-
-Url = Annotated[str, Field(min_length=1, max_length=MAX_URL), NO_NUL]
-
-
-class WebhookBody(Body):
-    """Where to POST job ends: the caller's own jobs unless ``user`` or ``group`` says whose."""
-
-    url: Url
-    user: Name | None = None
-    group: Name | None = None
-
-
-def may_manage(caller: User, user: str | None, group: str | None) -> bool:
-    """Whether ``caller`` may add or remove a webhook of ``user`` or ``group``."""
-    if caller.admin:
-        return True
-    if user is not None:
-        return user == caller.name
-    return group is not None and group != EVERYBODY and group in caller.groups
 
 
 def webhook_json(hook: WebhookView) -> dict[str, Any]:
@@ -75,19 +53,10 @@ def notification_json(item: NotificationView) -> dict[str, Any]:
 @router.post("/webhooks", status_code=201, responses=answers(403, 404, 422))
 def add_webhook(body: WebhookBody, app: StateDep, caller: UserDep) -> dict[str, Any]:
     """Add a webhook; the answer holds its signing secret, shown this once."""
-    if body.user is not None and body.group is not None:
-        raise ApiError(422, "a webhook is a user's or a group's, not both", place="group")
-    user = body.user if body.user is not None or body.group is not None else caller.name
-    if not may_manage(caller, user, body.group):
-        whose = f"user {user!r}" if user is not None else f"group {body.group!r}"
-        raise ApiError(403, f"{caller.name!r} may not add a webhook for {whose}")
-    url = check_url(body.url)
-    secret = new_secret()
     with transaction(app.engine) as repo:
-        hook_id = repo.add_webhook(
-            url, secret, user=user, group=body.group, actor=caller.name, now=app.clock()
+        hook, secret = notices.add_webhook(
+            repo, caller, body.url, user=body.user, group=body.group, now=app.clock()
         )
-        hook = repo.get_webhook(hook_id)
     return {**webhook_json(hook), "secret": secret}
 
 
@@ -95,8 +64,7 @@ def add_webhook(body: WebhookBody, app: StateDep, caller: UserDep) -> dict[str, 
 def list_webhooks(app: StateDep, caller: UserDep) -> dict[str, Any]:
     """The caller's webhooks and its groups' (an admin's: every one)."""
     with reading(app.engine) as repo:
-        hooks = repo.list_webhooks()
-    mine = [h for h in hooks if may_manage(caller, h.user, h.group)]
+        mine = notices.visible_webhooks(repo, caller)
     return {"webhooks": [webhook_json(h) for h in mine]}
 
 
@@ -104,10 +72,7 @@ def list_webhooks(app: StateDep, caller: UserDep) -> dict[str, Any]:
 def remove_webhook(hook_id: RowId, app: StateDep, caller: UserDep) -> dict[str, Any]:
     """Remove a webhook; notifications still owed to it fail."""
     with transaction(app.engine) as repo:
-        hook = repo.get_webhook(hook_id)
-        if not may_manage(caller, hook.user, hook.group):
-            raise ApiError(403, f"{caller.name!r} may not remove webhook {hook_id}")
-        repo.remove_webhook(hook_id, actor=caller.name, now=app.clock())
+        notices.remove_webhook(repo, caller, hook_id, now=app.clock())
     return {"id": hook_id, "removed": True}
 
 
@@ -116,8 +81,5 @@ def job_notifications(job_id: RowId, app: StateDep, caller: UserDep) -> dict[str
     """What the job's end sent: each email and webhook POST, its state, tries and last error
     (the owner, its group's members and admins)."""
     with reading(app.engine) as repo:
-        job = repo.load_job(job_id)
-        if not may_change_job(caller, job):
-            raise ApiError(403, f"job {job_id} is not {caller.name!r}'s to read notifications of")
-        items = repo.job_notifications(job_id)
+        items = notices.job_notifications(repo, caller, job_id)
     return {"id": job_id, "notifications": [notification_json(i) for i in items]}

@@ -2,7 +2,7 @@
 
 Most come from what a route depends on, so they are derived here once: every
 request may be refused by the guard (400 for a NUL in the URL, 413 for a body
-over the limit) and by :func:`~labq.api.deps.strict_query` (422 for an unknown
+over the limit) and by :func:`~labq.gateway.deps.strict_query` (422 for an unknown
 query parameter); a token makes 401 possible, an admin or a write 403 (a recipe
 set's token may not write). What a handler refuses itself (404, 409, …) it
 declares with :func:`answers`.
@@ -15,9 +15,9 @@ from typing import Any, Final
 from fastapi import APIRouter, FastAPI
 from fastapi.routing import APIRoute
 
-from labq.api.auth import READ_METHODS
-from labq.api.deps import admin, credential, dependants
-from labq.api.schemas import NUL_FREE
+from labq.gateway.auth import READ_METHODS
+from labq.gateway.deps import admin, credential, dependants
+from labq.gateway.schemas import NUL_FREE
 
 PREFIX: Final = "/api/v1"  # the routers' (labq.api.app includes them under it)
 

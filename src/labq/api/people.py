@@ -7,19 +7,17 @@ token's secret is in the creation answer and nowhere else, ever.
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Annotated, Any
 
 from fastapi import APIRouter
 from pydantic import Field
 
-from labq.api.deps import AdminDep, StateDep, UserDep
-from labq.api.errors import ApiError
 from labq.api.openapi import answers
-from labq.api.schemas import INTEGRAL, Body, Name, NameBody, RowId
 from labq.domain.model import User
+from labq.gateway.deps import AdminDep, StateDep, UserDep
+from labq.gateway.schemas import INTEGRAL, Body, Name, NameBody, RowId
 from labq.store import TokenView, reading, transaction
-from labq.usecases.permissions import require_admin
+from labq.usecases import people
 
 users = APIRouter(prefix="/users", tags=["users"])
 groups = APIRouter(prefix="/groups", tags=["groups"])
@@ -68,14 +66,6 @@ def token_json(token: TokenView) -> dict[str, Any]:
     }
 
 
-def _for_whom(caller: User, wanted: str | None) -> str:
-    if wanted is None or wanted == caller.name:
-        return caller.name
-    if not caller.admin:
-        raise ApiError(403, f"only admins may manage another user's tokens ({wanted!r})")
-    return wanted
-
-
 @users.get("")
 def list_users(state: StateDep, _: UserDep) -> dict[str, Any]:
     """Every user with their groups."""
@@ -93,8 +83,7 @@ def me(user: UserDep) -> dict[str, Any]:
 def add_user(body: UserBody, state: StateDep, admin: AdminDep) -> dict[str, Any]:
     """Add a user (admins)."""
     with transaction(state.engine) as repo:
-        repo.add_user(body.name, actor=admin.name, now=state.clock(), admin=body.admin)
-        added = repo.get_user(body.name)
+        added = people.add_user(repo, admin, body.name, admin=body.admin, now=state.clock())
     return user_json(added)
 
 
@@ -113,7 +102,7 @@ def list_groups(state: StateDep, _: UserDep) -> dict[str, Any]:
 def add_group(body: NameBody, state: StateDep, admin: AdminDep) -> dict[str, Any]:
     """Add a group (admins)."""
     with transaction(state.engine) as repo:
-        group_id = repo.add_group(body.name, actor=admin.name, now=state.clock())
+        group_id = people.add_group(repo, admin, body.name, now=state.clock())
     return {"id": group_id, "name": body.name, "members": []}
 
 
@@ -121,7 +110,7 @@ def add_group(body: NameBody, state: StateDep, admin: AdminDep) -> dict[str, Any
 def add_member(group: str, body: MemberBody, state: StateDep, admin: AdminDep) -> dict[str, Any]:
     """Put a user in a group (admins)."""
     with transaction(state.engine) as repo:
-        changed = repo.add_member(body.user, group, actor=admin.name, now=state.clock())
+        changed = people.add_member(repo, admin, group, body.user, now=state.clock())
     return {"group": group, "user": body.user, "changed": changed}
 
 
@@ -129,14 +118,14 @@ def add_member(group: str, body: MemberBody, state: StateDep, admin: AdminDep) -
 def remove_member(group: str, user: str, state: StateDep, admin: AdminDep) -> dict[str, Any]:
     """Take a user out of a group (admins)."""
     with transaction(state.engine) as repo:
-        changed = repo.remove_member(user, group, actor=admin.name, now=state.clock())
+        changed = people.remove_member(repo, admin, group, user, now=state.clock())
     return {"group": group, "user": user, "changed": changed}
 
 
 @tokens.get("", responses=answers(403, 404))
 def list_tokens(state: StateDep, caller: UserDep, user: str | None = None) -> dict[str, Any]:
     """Your tokens (admins: ``?user=``), revoked and expired ones included."""
-    whose = _for_whom(caller, user)
+    whose = people.tokens_owner(caller, user)
     with reading(state.engine) as repo:
         return {"tokens": [token_json(t) for t in repo.list_tokens(whose)]}
 
@@ -144,19 +133,21 @@ def list_tokens(state: StateDep, caller: UserDep, user: str | None = None) -> di
 @tokens.post("", status_code=201, responses=answers(404))
 def create_token(body: TokenBody, state: StateDep, caller: UserDep) -> dict[str, Any]:
     """A new token; its ``secret`` is shown in this answer only."""
-    whose = _for_whom(caller, body.user)
-    now = state.clock()
-    expires = None if body.expires_in is None else now + timedelta(seconds=body.expires_in)
     with transaction(state.engine) as repo:
-        token_id, secret = repo.create_token(
-            whose, body.name, now=now, expires_at=expires, actor=caller.name
+        made = people.create_token(
+            repo,
+            caller,
+            body.name,
+            user=body.user,
+            expires_in=body.expires_in,
+            now=state.clock(),
         )
     return {
-        "id": token_id,
-        "user": whose,
+        "id": made.id,
+        "user": made.user,
         "name": body.name,
-        "expires_at": expires,
-        "secret": secret,
+        "expires_at": made.expires_at,
+        "secret": made.secret,
     }
 
 
@@ -164,8 +155,5 @@ def create_token(body: TokenBody, state: StateDep, caller: UserDep) -> dict[str,
 def revoke_token(token_id: RowId, state: StateDep, caller: UserDep) -> dict[str, Any]:
     """Revoke a token for good: your own, or (admins) anyone's."""
     with transaction(state.engine) as repo:
-        owner = repo.token_owner(token_id)
-        if owner != caller.name:
-            require_admin(caller)
-        changed = repo.revoke_token(token_id, actor=caller.name, now=state.clock())
+        changed = people.revoke_token(repo, caller, token_id, now=state.clock())
     return {"id": token_id, "revoked": True, "changed": changed}

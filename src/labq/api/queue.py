@@ -6,9 +6,9 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from labq.api.deps import StateDep, UserDep
 from labq.api.rows import Glob, Text
 from labq.domain.states import RecipeState
+from labq.gateway.deps import StateDep, UserDep
 from labq.store import reading
 from labq.usecases.queries import queue_rows
 

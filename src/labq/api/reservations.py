@@ -12,42 +12,22 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
-from typing import Annotated, Any
+import functools
+from datetime import datetime
+from typing import Any
 
 from fastapi import APIRouter
-from pydantic import Field
 
-from labq.api.deps import AdminDep, StateDep, UserDep
-from labq.api.errors import ApiError
-from labq.api.events import tell
-from labq.api.jobs import store_job
 from labq.api.openapi import answers
-from labq.api.schemas import INTEGRAL, Body, Name, Reason
-from labq.domain.events import JobSubmitted, ReservationChanged
-from labq.domain.job import JobSpec
-from labq.domain.reservesys import DEFAULT_SECONDS, MAX_SECONDS
-from labq.errors import ConflictError
-from labq.store import reading, transaction
-from labq.store.reservations import LOAN, ReservationView, describe
+from labq.gateway.bodies import LoanBody, ReserveBody
+from labq.gateway.deps import AdminDep, StateDep, UserDep
+from labq.gateway.posting import committing
+from labq.store import reading
+from labq.store.reservations import ReservationView, describe
+from labq.usecases import reservations
+from labq.usecases.submission import submit_job
 
 router = APIRouter(tags=["systems"])
-
-Seconds = Annotated[int, Field(ge=1, le=MAX_SECONDS), INTEGRAL]
-
-
-class ReserveBody(Body):
-    """How long to keep the system once the reservation job gets it (default: a day)."""
-
-    seconds: Seconds = Field(default=DEFAULT_SECONDS, alias="for")
-
-
-class LoanBody(Body):
-    """Who gets the system, for how long (none: until released), and why."""
-
-    to: Name
-    seconds: Seconds | None = Field(default=None, alias="for")
-    reason: Reason | None = None
 
 
 def reservation_json(found: ReservationView) -> dict[str, Any]:
@@ -72,62 +52,44 @@ def list_reservations(state: StateDep, _: UserDep) -> dict[str, Any]:
     return {"reservations": [reservation_json(r) for r in found.values()]}
 
 
+def submitter(now: datetime) -> reservations.SubmitJob:
+    """How a reservation's job is stored: as a native submission at ``now``."""
+    return functools.partial(submit_job, fmt="native", now=now)
+
+
 @router.post("/systems/{fqdn}/reserve", status_code=201, responses=answers(404, 409, 422))
 def reserve_system(
     fqdn: str, body: ReserveBody, state: StateDep, caller: UserDep
 ) -> dict[str, Any]:
     """Queue a reservation of the system for the caller (a one-recipe job pinned to it)."""
-    spec = JobSpec.model_validate(
-        {
-            "whiteboard": f"reserve {fqdn} for {caller.name}",
-            "recipe_sets": [
-                {
-                    "recipes": [
-                        {
-                            "force": fqdn,
-                            "metadata": {
-                                "reservesys": {"duration": body.seconds, "when": "always"}
-                            },
-                        }
-                    ]
-                }
-            ],
-        }
-    )
-    with transaction(state.engine) as repo:
-        system = repo.get_system(fqdn)  # 404 for an unknown system
-        held = repo.reservation_of(system.fqdn)
-        if held is not None:
-            raise ConflictError(f"{fqdn} is already {describe(held)}")
-        job_id = store_job(repo, caller, spec, "native", now=state.clock())
-    tell(state.events, JobSubmitted(job_id))
+    submit = submitter(state.clock())
+    with committing(state) as (repo, sink):
+        job_id = reservations.reserve_system(
+            repo, caller, fqdn, body.seconds, submit=submit, sink=sink
+        )
     return {"fqdn": fqdn, "job": job_id, "for": body.seconds, "url": f"/api/v1/jobs/{job_id}"}
 
 
 @router.post("/systems/{fqdn}/loan", status_code=201, responses=answers(404, 409, 422))
 def loan_system(fqdn: str, body: LoanBody, state: StateDep, admin: AdminDep) -> dict[str, Any]:
     """Give a user exclusive use of the system now (admins)."""
-    now = state.clock()
-    until = None if body.seconds is None else now + timedelta(seconds=body.seconds)
-    with transaction(state.engine) as repo:
-        repo.get_user(body.to)  # 404 for an unknown user
-        found = repo.reserve_system(
-            fqdn, body.to, kind=LOAN, actor=admin.name, now=now, until=until, reason=body.reason
+    with committing(state) as (repo, sink):
+        found = reservations.loan_system(
+            repo,
+            admin,
+            fqdn,
+            body.to,
+            seconds=body.seconds,
+            reason=body.reason,
+            now=state.clock(),
+            sink=sink,
         )
-    tell(state.events, ReservationChanged(fqdn))
     return reservation_json(found)
 
 
 @router.post("/systems/{fqdn}/release", responses=answers(403, 404, 409))
 def release_system(fqdn: str, state: StateDep, caller: UserDep) -> dict[str, Any]:
     """End the system's reservation or loan (its holder or an admin)."""
-    now: datetime = state.clock()
-    with transaction(state.engine) as repo:
-        held = repo.reservation_of(repo.get_system(fqdn).fqdn)
-        if held is None:
-            raise ConflictError(f"{fqdn} is neither reserved nor loaned")
-        if held.holder != caller.name and not caller.admin:
-            raise ApiError(403, f"{fqdn} is {describe(held)}: only they or an admin may release it")
-        repo.release_reservation(fqdn, actor=caller.name, now=now, reason="released")
-    tell(state.events, ReservationChanged(fqdn))
+    with committing(state) as (repo, sink):
+        held = reservations.release_system(repo, caller, fqdn, now=state.clock(), sink=sink)
     return {**reservation_json(held), "released": True}

@@ -7,12 +7,11 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from labq.api.deps import AdminDep, StateDep, UserDep
 from labq.api.openapi import answers
-from labq.api.schemas import RowId
-from labq.domain.retention import expires_at, job_tag
-from labq.service.retention import prune
+from labq.gateway.deps import AdminDep, StateDep, UserDep
+from labq.gateway.schemas import RowId
 from labq.store import reading
+from labq.usecases import retention
 
 router = APIRouter(tags=["retention"])
 
@@ -20,19 +19,16 @@ router = APIRouter(tags=["retention"])
 @router.get("/jobs/{job_id}/retention", responses=answers(404))
 def job_retention(job_id: RowId, app: StateDep, _: UserDep) -> dict[str, Any]:
     """The job's retention tag and its lifetime; when its logs expire, or were deleted."""
-    settings = app.settings.retention
     with reading(app.engine) as repo:
-        ended = repo.job_ended_at(job_id)
-        job = repo.load_job(job_id)
-        record = repo.prune_record(job_id)
-    tag = job_tag(job.spec.metadata, settings.default)
+        found = retention.job_retention(repo, job_id, app.settings.retention)
+    record = found.deleted
     return {
         "id": job_id,
-        "tag": tag,
-        "lifetime_days": settings.tags.get(tag),
-        "known_tag": tag in settings.tags,
-        "ended_at": ended,
-        "expires_at": None if ended is None else expires_at(ended, tag, settings.tags),
+        "tag": found.tag,
+        "lifetime_days": found.lifetime_days,
+        "known_tag": found.known_tag,
+        "ended_at": found.ended_at,
+        "expires_at": found.expires_at,
         "deleted_at": None if record is None else record.deleted_at,
         "deleted_files": None if record is None else record.files,
         "deleted_bytes": None if record is None else record.bytes,
@@ -42,12 +38,9 @@ def job_retention(job_id: RowId, app: StateDep, _: UserDep) -> dict[str, Any]:
 @router.post("/logs/prune", responses=answers(403))
 def prune_logs(app: StateDep, admin: AdminDep) -> dict[str, Any]:
     """Delete the logs of every job whose retention has run out, now (admins)."""
-    done = prune(
-        app.engine,
-        app.settings.retention,
-        app.settings.data_path(),
-        now=app.clock(),
-        actor=admin.name,
+    settings = app.settings
+    done = retention.prune_logs(
+        app.engine, admin, settings.retention, settings.data_path(), now=app.clock()
     )
     return {
         "pruned": [

@@ -11,14 +11,13 @@ from typing import Annotated, Any, Final
 from fastapi import APIRouter, Query
 from pydantic import Field
 
-from labq.api.deps import StateDep, UserDep
-from labq.api.events import as_sink
 from labq.api.jobs import CancelBody
 from labq.api.jobviews import job_summary
 from labq.api.openapi import answers
-from labq.api.schemas import Body, Offset
 from labq.domain.events import JobSubmitted
 from labq.formats.loader import Format
+from labq.gateway.deps import StateDep, UserDep
+from labq.gateway.schemas import Body, Offset
 from labq.store import reading, transaction
 from labq.store.listing import MAX_PAGE
 from labq.store.runs import RunSummary
@@ -68,7 +67,7 @@ def submit_run(body: RunBody, app: StateDep, caller: UserDep) -> dict[str, Any]:
     jobs = runs.read_run(documents, limits=app.settings.limits)
     with transaction(app.engine) as repo:
         ids = runs.submit_run(repo, caller, body.name, jobs, now=app.clock(), meta=body.metadata)
-    post_all(as_sink(app.events), [JobSubmitted(job_id) for job_id in ids])
+    post_all(app.events, [JobSubmitted(job_id) for job_id in ids])
     return {"name": body.name, "jobs": ids, "url": f"/api/v1/runs/{body.name}"}
 
 
@@ -108,6 +107,6 @@ def cancel_run(
     reason = None if body is None else body.reason
     with transaction(app.engine) as repo:
         done = cancellation.cancel_run(repo, caller, name, now=app.clock(), reason=reason)
-    post_all(as_sink(app.events), done.events)
+    post_all(app.events, done.events)
     cancelled = {str(k): v for k, v in done.cancelled.items()}
     return {"name": name, "cancelled": cancelled, "note": done.note}

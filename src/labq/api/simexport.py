@@ -7,12 +7,12 @@ from typing import Annotated
 import yaml
 from fastapi import APIRouter, Query, Response
 
-from labq.api.deps import AdminDep, StateDep
 from labq.api.openapi import answers
-from labq.api.schemas import IsoTime, Name
-from labq.api.usage import window
+from labq.gateway.deps import AdminDep, StateDep
+from labq.gateway.schemas import IsoTime, Name
 from labq.sim.export import export_scenario
 from labq.store import reading
+from labq.usecases.usage import window
 
 router = APIRouter(prefix="/sim", tags=["sim"])
 YAML = "application/yaml"

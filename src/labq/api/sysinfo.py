@@ -7,11 +7,12 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from labq.api.deps import StateDep, UserDep
 from labq.api.openapi import answers
-from labq.domain.shortfall import BUILTIN, recorded
-from labq.domain.summary import COLUMNS, summarise
+from labq.domain.shortfall import BUILTIN
+from labq.domain.summary import COLUMNS
+from labq.gateway.deps import StateDep, UserDep
 from labq.store import reading
+from labq.usecases import systems
 
 # registered before ``/systems/{fqdn}``, which would take "summary" for a name
 router = APIRouter(prefix="/systems", tags=["systems"])
@@ -22,9 +23,8 @@ def systems_summary(state: StateDep, _: UserDep, lab: str | None = None) -> dict
     """How many systems each lab (optionally one) and pool has idle, held, running, broken,
     manual and reserved; removed systems are left out."""
     with reading(state.engine) as repo:
-        systems = repo.list_systems(lab=lab)
-        reserved = frozenset(repo.open_reservations())
-    return {"columns": ["total", *COLUMNS], "labs": summarise(systems, reserved)}
+        labs = systems.summary(repo, lab)
+    return {"columns": ["total", *COLUMNS], "labs": labs}
 
 
 @router.get("/properties")
@@ -33,5 +33,5 @@ def system_properties(state: StateDep, _: UserDep) -> dict[str, Any]:
     system (``builtin``): a host requirement on any other can match no system.
     ``labq validate`` warns about them."""
     with reading(state.engine) as repo:
-        known = recorded(s.facts() for s in repo.list_systems())
+        known = systems.recorded_properties(repo)
     return {"recorded": sorted(known), "builtin": sorted(BUILTIN)}

@@ -10,21 +10,13 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from labq.api.deps import AdminDep, StateDep
-from labq.api.events import tell
 from labq.api.openapi import answers
-from labq.api.schemas import Body, Reason
-from labq.domain.events import ConditionChanged
-from labq.store import transaction
+from labq.gateway.bodies import RemoveBody
+from labq.gateway.deps import AdminDep, StateDep
+from labq.gateway.posting import committing
+from labq.usecases import systems
 
 router = APIRouter(prefix="/systems", tags=["systems"])
-
-
-class RemoveBody(Body):
-    """Whether to abort the recipe it serves, and why it goes."""
-
-    force: bool = False
-    reason: Reason | None = None
 
 
 @router.post("/{fqdn}/remove", responses=answers(404, 409))
@@ -33,13 +25,16 @@ def remove_system(
 ) -> dict[str, Any]:
     """Mark a system removed (admins); 409 while it serves a recipe, unless ``force``."""
     asked = body or RemoveBody()
-    with transaction(state.engine) as repo:
-        done = repo.remove_system(
-            fqdn, actor=admin.name, now=state.clock(), force=asked.force, reason=asked.reason
+    with committing(state) as (repo, sink):
+        system, done = systems.remove_system(
+            repo,
+            admin,
+            fqdn,
+            force=asked.force,
+            reason=asked.reason,
+            now=state.clock(),
+            sink=sink,
         )
-        system = repo.get_system(fqdn)
-    if done.changed:
-        tell(state.events, ConditionChanged(fqdn))
     return {
         "fqdn": fqdn,
         "changed": done.changed,

@@ -7,11 +7,15 @@ from typing import Annotated, Any
 from fastapi import APIRouter
 from pydantic import Field
 
-from labq.api.deps import AdminDep, StateDep, UserDep
-from labq.api.events import tell
 from labq.api.openapi import answers
 from labq.api.reservations import reservation_json
-from labq.api.schemas import (
+from labq.domain.inventory import InventoryError, parse_inventory
+from labq.domain.model import System
+from labq.domain.states import Condition
+from labq.errors import InputError
+from labq.gateway.deps import AdminDep, StateDep, UserDep
+from labq.gateway.posting import committing
+from labq.gateway.schemas import (
     INTEGRAL,
     NO_NUL,
     Attributes,
@@ -21,15 +25,10 @@ from labq.api.schemas import (
     Reason,
     Scalar,
 )
-from labq.config import Settings
-from labq.domain.events import AccessChanged, ConditionChanged, SystemAdded
-from labq.domain.inventory import InventoryError, parse_inventory
-from labq.domain.model import System
-from labq.domain.states import Condition
-from labq.errors import InputError
-from labq.store import epoch, reading, transaction
+from labq.store import epoch, reading
 from labq.store.reservations import ReservationView
 from labq.store.views import ActivityEntry
+from labq.usecases import systems
 
 router = APIRouter(prefix="/systems", tags=["systems"])
 
@@ -197,34 +196,10 @@ def add_system(body: SystemBody, state: StateDep, admin: AdminDep) -> dict[str, 
         owner=body.owner,
         condition=Condition(body.condition),
     )
-    with transaction(state.engine) as repo:
-        repo.add_system(system, actor=admin.name, now=state.clock())
-        added = repo.get_system(body.fqdn)
-        by_agent = body.lab in repo.agent_labs()
-    tell(state.events, SystemAdded(body.fqdn))
-    return {**system_json(added), "runs_on": runs_on(state.settings, added, by_agent=by_agent)}
-
-
-def runs_on(settings: Settings, system: System, *, by_agent: bool) -> dict[str, str]:
-    """Where the lab's tasks will run, said when the system is added: a lab with no
-    backend configured runs them on the server's own host, whatever the fqdn says."""
-    lab = system.lab
-    if by_agent:
-        backend, note = (
-            "agent",
-            f"lab {lab!r} is served by a lab agent: it runs the tasks as its settings say",
-        )
-    elif settings.lab(lab).backend == "ssh":
-        user = settings.lab(lab).ssh.user
-        backend, note = "ssh", f"runs tasks on {system.fqdn} over ssh as {user}"
-    else:
-        backend = "local"
-        why = "is set to it" if lab in settings.labs else "has no backend configured"
-        note = (
-            f"runs tasks on the labq server's host: local backend (lab {lab!r} {why}),"
-            f" not on {system.fqdn}; see Backends in docs/execution.md"
-        )
-    return {"backend": backend, "note": note}
+    with committing(state) as (repo, sink):
+        added, by_agent = systems.add_system(repo, admin, system, now=state.clock(), sink=sink)
+    where = systems.runs_on(state.settings, added, by_agent=by_agent)
+    return {**system_json(added), "runs_on": {"backend": where.backend, "note": where.note}}
 
 
 @router.post("/{fqdn}/condition", responses=answers(404, 409))
@@ -232,13 +207,16 @@ def set_condition(
     fqdn: str, body: ConditionBody, state: StateDep, admin: AdminDep
 ) -> dict[str, Any]:
     """Change a system's condition, with a reason (admins)."""
-    with transaction(state.engine) as repo:
-        changed = repo.set_condition(
-            fqdn, Condition(body.condition), now=state.clock(), actor=admin.name, reason=body.reason
+    with committing(state) as (repo, sink):
+        system, changed = systems.set_condition(
+            repo,
+            admin,
+            fqdn,
+            Condition(body.condition),
+            reason=body.reason,
+            now=state.clock(),
+            sink=sink,
         )
-        system = repo.get_system(fqdn)
-    if changed:
-        tell(state.events, ConditionChanged(fqdn))
     return {**system_json(system, body.reason), "changed": changed}
 
 
@@ -254,16 +232,8 @@ def change_system(fqdn: str, body: SystemPatch, state: StateDep, admin: AdminDep
         except InventoryError as exc:
             raise InputError(exc.problem, place=exc.path) from None
     edits = body.model_dump(exclude={"inventory"}, exclude_defaults=True)
-    if inventory is None and not edits:
-        raise InputError("nothing to change: send inventory, lab, arch, attributes or pools")
-    with transaction(state.engine) as repo:
-        fields = [] if inventory is None else ["inventory"]
-        if inventory is not None and not repo.set_inventory(
-            fqdn, inventory, actor=admin.name, now=state.clock()
-        ):
-            fields = []
-        fields += repo.edit_system(fqdn, actor=admin.name, now=state.clock(), **edits)
-        system = repo.get_system(fqdn)
-    if fields:  # its facts changed, so may the classes it meets: as a pool change does
-        tell(state.events, AccessChanged())
+    with committing(state) as (repo, sink):
+        system, fields = systems.change_system(
+            repo, admin, fqdn, inventory=inventory, edits=edits, now=state.clock(), sink=sink
+        )
     return {**system_json(system), "changed": bool(fields), "fields": fields}

@@ -18,7 +18,7 @@ from sqlalchemy import Engine
 
 from labq.config import Settings
 from labq.service.outbox import Outbox
-from labq.service.retention import prune
+from labq.usecases.retention import prune
 
 log = logging.getLogger("labq.housekeeping")
 

@@ -43,8 +43,8 @@ from labq.service.inbox import (
 )
 from labq.service.outcome import Outcome
 from labq.service.queueview import rows
-from labq.service.timing import DECISION_SECONDS
 from labq.store import Repository, transaction
+from labq.usecases.timing import DECISION_SECONDS
 
 log = logging.getLogger("labq.scheduler")
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from labq.api.deps import AppState
 from labq.domain.model import User
+from labq.gateway.deps import AppState
 from labq.store import JobView, reading
 from labq.usecases.aftermath import Aftermath
 from labq.usecases.aftermath import job_aftermath as read_aftermath

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
-from labq.api import agents as api_agents
-from labq.api.deps import StateDep
+from labq.gateway.answers import agent_json
+from labq.gateway.deps import StateDep
 from labq.store import reading
 from labq.web.rendering import page
 from labq.web.route import PageRoute
@@ -22,7 +22,7 @@ def agents_page(request: Request, app: StateDep, session: SessionDep) -> Respons
         found = repo.list_agents()
         labs = repo.list_labs()
     now, timeout = app.clock(), app.settings.health.heartbeat_timeout
-    rows = [api_agents.agent_json(a, now, timeout) for a in found]
+    rows = [agent_json(a, now, timeout) for a in found]
     served = {lab for a in found if a.revoked_at is None for lab in a.labs}
     local = [lab for lab in labs if lab not in served]
     return page(request, "agents.html", title="Lab agents", nav="agents", agents=rows, local=local)

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from labq.api.deps import AppState
-from labq.api.events import as_sink
 from labq.domain.events import Event
+from labq.gateway.deps import AppState
 from labq.usecases.posting import post_all
 
 
 def post(app: AppState, events: Iterable[Event]) -> None:
     """Post ``events`` to the app's scheduler; a failure is logged, never shown."""
-    post_all(as_sink(app.events), events)
+    post_all(app.events, events)

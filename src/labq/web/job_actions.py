@@ -14,13 +14,13 @@ from typing import Annotated, Final, get_args
 from fastapi import APIRouter, File, Form, Request, Response, UploadFile
 from fastapi.responses import RedirectResponse
 
-from labq.api.deps import AppState, StateDep
-from labq.api.schemas import Body, Name, PriorityLabel, Reason, RowId
 from labq.domain.events import JobSubmitted
 from labq.domain.model import User
 from labq.domain.priority import Priority
 from labq.domain.states import RecipeState
 from labq.formats.loader import FORMATS, Format
+from labq.gateway.deps import AppState, StateDep
+from labq.gateway.schemas import Body, Name, PriorityLabel, Reason, RowId
 from labq.store import transaction
 from labq.store.selection import JobQuery
 from labq.usecases import cancellation, submission

@@ -8,9 +8,9 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request, Response
 from fastapi.responses import RedirectResponse
 
-from labq.api.deps import StateDep
-from labq.api.schemas import INT4_MAX, RowId
 from labq.domain.events import JobSubmitted
+from labq.gateway.deps import StateDep
+from labq.gateway.schemas import INT4_MAX, RowId
 from labq.store import reading, transaction
 from labq.usecases import clones, extension
 from labq.web.events import post

@@ -14,10 +14,10 @@ from typing import Annotated, Final
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import FileResponse, RedirectResponse
 
-from labq.api.deps import AppState, StateDep
-from labq.api.schemas import RowId
 from labq.domain.priority import Priority
 from labq.domain.states import RecipeState
+from labq.gateway.deps import AppState, StateDep
+from labq.gateway.schemas import RowId
 from labq.store import HistoryEntry, JobView, RecipeSetView, RecipeView, reading
 from labq.store.selection import JobQuery
 from labq.usecases.logs import log_file, log_files

@@ -1,7 +1,7 @@
 """Labs and pools: each lab's systems by condition and usage; each pool's systems and rules.
 
-The pools and their access rules are read by the API's own handler, so the page
-says exactly what ``GET /pools`` says: an unrestricted pool is open to every
+The pools and their access rules are read by the use case behind ``GET /pools``, so
+the page says exactly what the API says: an unrestricted pool is open to every
 group; a restricted one only to the groups its rules name, each up to a maximum
 effective priority (seed 002).
 """
@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from fastapi import APIRouter, Request, Response
 
-from labq.api import pools as api_pools
-from labq.api.deps import StateDep
+from labq.gateway.deps import StateDep
 from labq.store import reading
+from labq.usecases.pools import pool_access
 from labq.web.rendering import page
 from labq.web.route import PageRoute
 from labq.web.session import SessionDep
@@ -39,6 +39,7 @@ def labs_page(request: Request, app: StateDep, session: SessionDep) -> Response:
     with reading(app.engine) as repo:
         names = repo.list_labs()
         systems = repo.list_systems()
+        pools = pool_access(repo)
     labs = [
         LabSummary(
             name=name,
@@ -48,5 +49,4 @@ def labs_page(request: Request, app: StateDep, session: SessionDep) -> Response:
         )
         for name in names
     ]
-    pools = api_pools.list_pools(app, session.user)["pools"]
     return page(request, "labs.html", title="Labs and pools", nav="labs", labs=labs, pools=pools)

@@ -13,10 +13,10 @@ from typing import Annotated, Final
 from fastapi import APIRouter, Form, Request, Response
 from fastapi.responses import RedirectResponse
 
-from labq.api import notices as api_notices
-from labq.api.deps import AppState, StateDep
+from labq.gateway.deps import AppState, StateDep
 from labq.store import Repository, reading, transaction
 from labq.store.passwords import MAX_PASSWORD
+from labq.usecases import notices
 from labq.web.rendering import PREFIX, page
 from labq.web.route import NoSessionError, PageRoute
 from labq.web.session import (
@@ -161,7 +161,7 @@ def account_page(
     """The account page; ``secret`` is a new webhook's, shown this once."""
     with reading(app.engine) as repo:
         tokens = repo.list_tokens(session.user.name)
-    hooks = api_notices.list_webhooks(app, session.user)["webhooks"]
+        hooks = notices.visible_webhooks(repo, session.user)
     return page(
         request,
         "account.html",

@@ -15,8 +15,8 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 
-from labq.api.deps import AppState, StateDep
 from labq.domain.states import RecipeState
+from labq.gateway.deps import AppState, StateDep
 from labq.store import reading
 from labq.usecases import queries
 from labq.web.rendering import fragment, page

@@ -9,9 +9,9 @@ from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import StreamingResponse
 from pydantic import Field
 
-from labq.api.deps import StateDep
-from labq.api.schemas import INTEGRAL, RowId
 from labq.domain.summary import COLUMNS, summarise
+from labq.gateway.deps import StateDep
+from labq.gateway.schemas import INTEGRAL, RowId
 from labq.store import reading
 from labq.usecases import logtail
 from labq.usecases.junit import junit_xml

@@ -1,6 +1,6 @@
 """Routes whose failures are pages, not JSON.
 
-The API answers every error as JSON (:mod:`labq.api.errors`). A person in a
+The API answers every error as JSON (:mod:`labq.gateway.errors`). A person in a
 browser should see the same message on a page instead: :class:`PageRoute` turns
 the errors the API's own code raises into an error page with the same status
 and words, sends an unauthenticated reader to the login page, and never shows a
@@ -21,8 +21,8 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException
 
-from labq.api.errors import ApiError, from_labq, validation_error
 from labq.errors import LabqError
+from labq.gateway.errors import ApiError, from_labq, validation_error
 from labq.web.rendering import PREFIX, page
 
 log = logging.getLogger("labq.web")

@@ -11,8 +11,8 @@ from typing import Annotated, Final
 from fastapi import APIRouter, Form, Query, Request, Response
 from fastapi.responses import RedirectResponse
 
-from labq.api.deps import AppState, StateDep
 from labq.domain.runs import STATUSES, job_status
+from labq.gateway.deps import AppState, StateDep
 from labq.store import reading, transaction
 from labq.usecases.cancellation import cancel_run as cancel_the_run
 from labq.usecases.permissions import may_change_job

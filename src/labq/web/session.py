@@ -22,9 +22,9 @@ from typing import Annotated, Final
 
 from fastapi import Depends, Form, Request, Response
 
-from labq.api.deps import StateDep
-from labq.api.errors import ApiError
 from labq.domain.model import User
+from labq.gateway.deps import StateDep
+from labq.gateway.errors import ApiError
 from labq.store import Repository, transaction
 from labq.web.rendering import PREFIX
 from labq.web.route import NoSessionError

@@ -1,23 +1,25 @@
 """The system page's forms: reserve, release, loan (admins) and remove (admins).
 
-Each calls the API's own handler, so permissions, checks and the event told to
-the scheduler are exactly the API's. A refusal comes back as the system's page
+Each calls the same use case as the API, so permissions, checks and the event told
+to the scheduler are exactly the API's. A refusal comes back as the system's page
 with the API's message and status.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from typing import Annotated, Any, Final
+from typing import Annotated, Final
 
 from fastapi import APIRouter, Form, Request, Response
 from fastapi.responses import RedirectResponse
 
-from labq.api import reservations as api_reservations
-from labq.api import sysremove as api_sysremove
-from labq.api.deps import AppState, StateDep
-from labq.api.deps import admin as api_admin
 from labq.domain.reservesys import MAX_SECONDS
+from labq.gateway.bodies import LoanBody, RemoveBody, ReserveBody
+from labq.gateway.deps import AppState, StateDep
+from labq.gateway.posting import committing
+from labq.usecases import reservations, systems
+from labq.usecases.submission import submit_job
 from labq.web.job_actions import REASON_LIMIT
 from labq.web.rendering import PREFIX
 from labq.web.route import PageRoute, refusal
@@ -40,12 +42,12 @@ def _act(
     app: AppState,
     session: Session,
     fqdn: str,
-    action: Callable[[], dict[str, Any]],
-    note: Callable[[dict[str, Any]], str],
+    action: Callable[[], str],
 ) -> Response:
-    """Run the API's handler; on to the system's page with a note, or back with the refusal."""
+    """Run the use case, which says the note; on to the system's page with that note, or
+    back with the refusal."""
     try:
-        answer = action()
+        note = action()
     except Exception as exc:
         failure = refusal(exc)
         if failure is None:
@@ -53,7 +55,7 @@ def _act(
         return system_page(
             request, app, session, fqdn, status=failure.status, error=failure.message
         )
-    return RedirectResponse(f"{PREFIX}/systems/{fqdn}?note={note(answer)}", status_code=303)
+    return RedirectResponse(f"{PREFIX}/systems/{fqdn}?note={note}", status_code=303)
 
 
 @router.post("/systems/{fqdn}/reserve")
@@ -61,28 +63,29 @@ def reserve(
     request: Request, fqdn: str, app: StateDep, session: FormSessionDep, hours: Hours
 ) -> Response:
     """Queue a reservation of the system for the reader, kept ``hours`` once it runs."""
-    body = api_reservations.ReserveBody.model_validate({"for": _seconds(hours)})
-    return _act(
-        request,
-        app,
-        session,
-        fqdn,
-        lambda: api_reservations.reserve_system(fqdn, body, app, session.user),
-        lambda _: "reserved",
-    )
+    body = ReserveBody.model_validate({"for": _seconds(hours)})
+
+    def act() -> str:
+        submit = functools.partial(submit_job, fmt="native", now=app.clock())
+        with committing(app) as (repo, sink):
+            reservations.reserve_system(
+                repo, session.user, fqdn, body.seconds, submit=submit, sink=sink
+            )
+        return "reserved"
+
+    return _act(request, app, session, fqdn, act)
 
 
 @router.post("/systems/{fqdn}/release")
 def release(request: Request, fqdn: str, app: StateDep, session: FormSessionDep) -> Response:
     """End the system's reservation or loan (its holder or an admin)."""
-    return _act(
-        request,
-        app,
-        session,
-        fqdn,
-        lambda: api_reservations.release_system(fqdn, app, session.user),
-        lambda _: "released",
-    )
+
+    def act() -> str:
+        with committing(app) as (repo, sink):
+            reservations.release_system(repo, session.user, fqdn, now=app.clock(), sink=sink)
+        return "released"
+
+    return _act(request, app, session, fqdn, act)
 
 
 @router.post("/systems/{fqdn}/loan")
@@ -96,21 +99,29 @@ def loan(
     reason: Annotated[str, Form(max_length=REASON_LIMIT)] = "",
 ) -> Response:
     """Loan the system to a user now, for ``hours`` or until released (admins)."""
-    body = api_reservations.LoanBody.model_validate(
+    body = LoanBody.model_validate(
         {
             "to": to.strip(),
             "for": None if hours is None else _seconds(hours),
             "reason": reason.strip() or None,
         }
     )
-    return _act(
-        request,
-        app,
-        session,
-        fqdn,
-        lambda: api_reservations.loan_system(fqdn, body, app, api_admin(session.user)),
-        lambda _: "loaned",
-    )
+
+    def act() -> str:
+        with committing(app) as (repo, sink):
+            reservations.loan_system(
+                repo,
+                session.user,
+                fqdn,
+                body.to,
+                seconds=body.seconds,
+                reason=body.reason,
+                now=app.clock(),
+                sink=sink,
+            )
+        return "loaned"
+
+    return _act(request, app, session, fqdn, act)
 
 
 @router.post("/systems/{fqdn}/remove")
@@ -123,12 +134,19 @@ def remove(
     reason: Annotated[str, Form(max_length=REASON_LIMIT)] = "",
 ) -> Response:
     """Take the system out of service (admins); ``force`` aborts the recipe it serves."""
-    body = api_sysremove.RemoveBody(force=force, reason=reason.strip() or None)
-    return _act(
-        request,
-        app,
-        session,
-        fqdn,
-        lambda: api_sysremove.remove_system(fqdn, app, api_admin(session.user), body),
-        lambda answer: "removed" if answer["changed"] else "already-removed",
-    )
+    body = RemoveBody(force=force, reason=reason.strip() or None)
+
+    def act() -> str:
+        with committing(app) as (repo, sink):
+            _, done = systems.remove_system(
+                repo,
+                session.user,
+                fqdn,
+                force=body.force,
+                reason=body.reason,
+                now=app.clock(),
+                sink=sink,
+            )
+        return "removed" if done.changed else "already-removed"
+
+    return _act(request, app, session, fqdn, act)

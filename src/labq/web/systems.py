@@ -14,9 +14,9 @@ from typing import Final
 from fastapi import APIRouter, Request, Response
 from markupsafe import Markup
 
-from labq.api.deps import AppState, StateDep
 from labq.domain.states import RecipeState
 from labq.domain.usage import UsageRecord
+from labq.gateway.deps import AppState, StateDep
 from labq.store import ActivityEntry, RecipeView, Repository, epoch, reading
 from labq.store.reservations import describe
 from labq.web.charts import gantt_chart

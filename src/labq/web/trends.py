@@ -11,7 +11,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 from markupsafe import Markup
 
-from labq.api.deps import StateDep
+from labq.gateway.deps import StateDep
 from labq.store import epoch
 from labq.web.charts import gantt_chart, line_chart
 from labq.web.intervals import SPANS, chosen_interval

@@ -9,9 +9,9 @@ from typing import Final
 from fastapi import APIRouter, Request, Response
 from markupsafe import Markup
 
-from labq.api.deps import StateDep
-from labq.api.usage import row_json
 from labq.domain.accounting import BY_KEYS, Busy, By, Served, keys_of, report
+from labq.gateway.answers import usage_row_json
+from labq.gateway.deps import StateDep
 from labq.store import epoch, reading
 from labq.web.charts import Series, line_chart
 from labq.web.intervals import SPANS, chosen_interval
@@ -86,7 +86,7 @@ def usage_page(
         interval=interval,
         spans=list(SPANS),
         error=problem,
-        rows=[row_json(r) for r in rows],
+        rows=[usage_row_json(r) for r in rows],
         # SVG made by labq.web.charts, which escapes every label it draws.
         chart=Markup(chart),  # noqa: S704
     )

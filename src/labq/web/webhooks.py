@@ -1,6 +1,6 @@
 """The account page's webhooks: add one (its secret shown once) and remove one.
 
-Each calls the API's own handler (``POST /webhooks``, ``DELETE /webhooks/{id}``),
+Each calls the use case behind ``POST /webhooks`` and ``DELETE /webhooks/{id}``,
 so who may add or remove which webhook is exactly the API's rule. A refusal
 comes back as the account page with the API's message and status.
 """
@@ -12,10 +12,12 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request, Response
 from fastapi.responses import RedirectResponse
 
-from labq.api import notices as api_notices
-from labq.api.deps import StateDep
-from labq.api.schemas import RowId
 from labq.domain.notices import MAX_URL
+from labq.gateway.bodies import WebhookBody
+from labq.gateway.deps import StateDep
+from labq.gateway.schemas import RowId
+from labq.store import transaction
+from labq.usecases import notices
 from labq.web.login import account_page
 from labq.web.rendering import PREFIX
 from labq.web.route import PageRoute, form_body, refusal
@@ -33,23 +35,25 @@ def add(
 ) -> Response:
     """Add a webhook for the reader's own jobs; the page shows its secret this once."""
     try:
-        body = form_body(api_notices.WebhookBody, {"url": url})
-        answer = api_notices.add_webhook(body, app, session.user)
+        body = form_body(WebhookBody, {"url": url})
+        with transaction(app.engine) as repo:
+            hook, secret = notices.add_webhook(repo, session.user, body.url, now=app.clock())
     except Exception as exc:
         failure = refusal(exc)
         if failure is None:
             raise
         return account_page(request, app, session, status=failure.status, error=failure.message)
     # A page, not a redirect: the secret must not travel in a URL, and is never shown again.
-    note = f"Webhook {answer['id']} added. Its signing secret is below; it is not shown again."
-    return account_page(request, app, session, note=note, secret=answer["secret"])
+    note = f"Webhook {hook.id} added. Its signing secret is below; it is not shown again."
+    return account_page(request, app, session, note=note, secret=secret)
 
 
 @router.post("/account/webhooks/{hook_id}/remove")
 def remove(request: Request, hook_id: RowId, app: StateDep, session: FormSessionDep) -> Response:
     """Remove a webhook the reader may manage (their own, their group's; admins: any)."""
     try:
-        api_notices.remove_webhook(hook_id, app, session.user)
+        with transaction(app.engine) as repo:
+            notices.remove_webhook(repo, session.user, hook_id, now=app.clock())
     except Exception as exc:
         failure = refusal(exc)
         if failure is None:

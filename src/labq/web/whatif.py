@@ -15,9 +15,8 @@ from fastapi import APIRouter, Form, Request, Response
 from fastapi.responses import RedirectResponse
 from markupsafe import Markup
 
-from labq.api.deps import AppState, StateDep
-from labq.api.errors import ApiError
-from labq.api.usage import window
+from labq.gateway.deps import AppState, StateDep
+from labq.gateway.errors import ApiError
 from labq.sim.export import export_scenario
 from labq.sim.metrics import measure
 from labq.sim.report import metric_rows
@@ -26,6 +25,7 @@ from labq.sim.scenario import parse_scenario, with_config
 from labq.sim.whatif import SHOWN, Miss, by_group, by_pool, fidelity
 from labq.store import epoch, reading
 from labq.usecases.permissions import require_admin
+from labq.usecases.usage import window
 from labq.web.charts import Series, line_chart, span_of
 from labq.web.rendering import PREFIX, page
 from labq.web.route import PageRoute

@@ -15,7 +15,7 @@ from typing import Final
 from fastapi.security import HTTPAuthorizationCredentials
 from sqlalchemy import Engine
 
-from labq.api.errors import BEARER, ApiError
+from labq.gateway.errors import BEARER, ApiError
 from labq.store import Credential, transaction
 
 READ_METHODS: Final = frozenset({"GET", "HEAD"})

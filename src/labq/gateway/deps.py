@@ -17,11 +17,11 @@ from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy import Engine
 
-from labq.api.auth import caller
-from labq.api.errors import ApiError
-from labq.api.gate import DocumentGate
 from labq.config import Settings
 from labq.domain.model import User
+from labq.gateway.auth import caller
+from labq.gateway.errors import ApiError
+from labq.gateway.gate import DocumentGate
 from labq.store import Credential
 from labq.usecases.permissions import require_admin
 from labq.usecases.ports import SchedulerPort, WorkBell

@@ -1,8 +1,9 @@
 """How long the scheduler service takes over each event, for ``/metrics``.
 
 One histogram for the process, kept out of prometheus_client's global registry:
-``labq.api.metrics`` collects it into its own. Only a process that schedules
-(the leader) observes anything; a standby's histogram stays empty.
+``labq.api.metrics`` collects it into its own. It lives below both the scheduler service
+(which observes it) and the API (which must not import the service). Only a process that
+schedules (the leader) observes anything; a standby's histogram stays empty.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The pruning pass: delete the logs of jobs whose retention has run out, and record it.
+"""Log retention: a job's tag and when its logs expire, and the pruning pass that deletes
+the logs of jobs whose retention has run out, and records it.
 
 The files go first, then the record: a crash between the two deletes nothing more the
 next time and records it then. Only files inside the data directory are touched.
@@ -16,8 +17,11 @@ from sqlalchemy import Engine
 
 from labq.config import Retention
 from labq.dispatch.logs import set_log_dir
-from labq.domain.retention import expired, job_tag
-from labq.store import reading, transaction
+from labq.domain.model import User
+from labq.domain.retention import expired, expires_at, job_tag
+from labq.store import Repository, reading, transaction
+from labq.store.retention import PruneRecord
+from labq.usecases.permissions import require_admin
 
 log = logging.getLogger("labq.retention")
 _PAGE = 500
@@ -31,6 +35,43 @@ class Pruned:
     tag: str
     files: int
     bytes: int
+
+
+@dataclass(frozen=True)
+class JobRetention:
+    """A job's retention tag, its lifetime in days (None: kept for ever), whether the
+    settings know the tag, when the job ended and its logs expire, and their deletion."""
+
+    tag: str
+    lifetime_days: float | None
+    known_tag: bool
+    ended_at: datetime | None
+    expires_at: datetime | None
+    deleted: PruneRecord | None
+
+
+def job_retention(repo: Repository, job_id: int, retention: Retention) -> JobRetention:
+    """The job's retention tag and its lifetime; when its logs expire, or were deleted."""
+    ended = repo.job_ended_at(job_id)
+    job = repo.load_job(job_id)
+    record = repo.prune_record(job_id)
+    tag = job_tag(job.spec.metadata, retention.default)
+    return JobRetention(
+        tag=tag,
+        lifetime_days=retention.tags.get(tag),
+        known_tag=tag in retention.tags,
+        ended_at=ended,
+        expires_at=None if ended is None else expires_at(ended, tag, retention.tags),
+        deleted=record,
+    )
+
+
+def prune_logs(
+    engine: Engine, caller: User, retention: Retention, data_dir: Path, *, now: datetime
+) -> list[Pruned]:
+    """Delete the logs of every job whose retention has run out, now (admins)."""
+    require_admin(caller)
+    return prune(engine, retention, data_dir, now=now, actor=caller.name)
 
 
 def prune(
