@@ -227,16 +227,15 @@ class Scheduler(CoreState):
     def pause_lab(self, lab: str, now: float) -> list[d.Decision]:
         """Nothing new starts or takes systems in ``lab``; what runs there goes on."""
         self._books.begin(now)
-        self._admission.paused.add(lab)
+        self._admission.pause(lab)
         return self._finish()
 
     def resume_lab(self, lab: str, now: float) -> list[d.Decision]:
         """The lab's queue moves again: its holders may start, its free systems are offered."""
         self._books.begin(now)
-        if lab in self._admission.paused:
-            self._admission.paused.discard(lab)
-            if lab in self._books.free:  # a lab without systems has nothing to offer
-                self._books.reopen(lab)
+        # a lab without systems has nothing to offer
+        if self._admission.resume(lab) and lab in self._books.free:
+            self._books.reopen(lab)
         return self._finish()
 
     def locks_held(

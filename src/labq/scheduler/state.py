@@ -49,7 +49,7 @@ class CoreState:
         index = self._index = ClassIndex()
         placer = self._placer = Placer(index, books.systems, policy, waitlist.demand, fresh)
         profile = self._profile = Profile(fresh)
-        backfill = self.backfill_class(
+        backfill = self._backfill = self.backfill_class(
             books, placer, profile, index, policy, config, waitlist, fresh
         )
         admission = self._admission = Admission(config)
@@ -62,7 +62,6 @@ class CoreState:
             config, books, waitlist, holds, admission, running_locks, keeper, fresh
         )
         self._chooser = Chooser(books, placer, admission, keeper, backfill, holds)
-        self._backfill = backfill
 
     # --- what others read ------------------------------------------------------------
 
