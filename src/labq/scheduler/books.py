@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Mapping, Set
+from typing import Final
 
 from labq.domain.states import Condition, RecipeState
 from labq.scheduler import decisions as d
@@ -36,6 +37,12 @@ class Books:
         self._reopened: set[str] = set()  # labs whose free systems must be offered again
         self._out: list[d.Decision] = []
         self._now = 0.0
+        # what others read: the same mappings, read-only (attributes: parts read them often)
+        self.systems: Final[Mapping[str, SystemEntry]] = self._systems  # by name
+        self.sets: Final[Mapping[int, SetEntry]] = self._sets  # by id, ended ones too
+        self.recipes: Final[Mapping[int, RecipeEntry]] = self._recipes  # by id
+        self.free: Final[Mapping[str, Set[str]]] = self._free  # lab -> idle systems
+        self.holders: Final[Mapping[str, Set[int]]] = self._holders  # lab -> holding sets
 
     # --- reads ----------------------------------------------------------------------
 
@@ -43,31 +50,6 @@ class Books:
     def now(self) -> float:
         """The time of the event being handled."""
         return self._now
-
-    @property
-    def systems(self) -> Mapping[str, SystemEntry]:
-        """Every system, by name."""
-        return self._systems
-
-    @property
-    def sets(self) -> Mapping[int, SetEntry]:
-        """Every set the core heard of, by id (ended ones too)."""
-        return self._sets
-
-    @property
-    def recipes(self) -> Mapping[int, RecipeEntry]:
-        """Every recipe of those sets, by id."""
-        return self._recipes
-
-    @property
-    def free(self) -> Mapping[str, Set[str]]:
-        """Per lab, the systems holding no recipe that were offered (not removed)."""
-        return self._free
-
-    @property
-    def holders(self) -> Mapping[str, Set[int]]:
-        """Per lab, the sets holding systems there without having started."""
-        return self._holders
 
     def rank_of(self, entry: SetEntry) -> Rank:
         """The set's global hold rank now."""

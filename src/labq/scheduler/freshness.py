@@ -18,7 +18,7 @@ no counters of their own.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from typing import Any, Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
@@ -89,9 +89,10 @@ class Freshness:
 
     # --- what to compare ----------------------------------------------------------
 
-    def place_of(self, set_id: int) -> int:
-        """The version of the set's place in the queue (heap items carry it)."""
-        return self._places.get(set_id, 0)
+    @property
+    def places(self) -> Mapping[int, int]:
+        """Per set, the version of its place in the queue (heap items carry it; 0 if none)."""
+        return self._places
 
     def reservation_stamp(self, lab: str, now: float, above: tuple[int, ...]) -> Stamp:
         """What a holder's reservation depends on, with ``above`` the higher-ranked holders:

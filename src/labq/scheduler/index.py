@@ -233,7 +233,7 @@ class Queue:
 
     def __init__(self, fresh: Freshness, *, shaped: bool = False) -> None:
         self.shaped = shaped
-        self._fresh = fresh  # each set's place in the queue: heap items of another are stale
+        self._places = fresh.places  # each set's place in the queue: items of another are stale
         self._buckets: dict[str, dict[Cell, Lanes]] = {}
         self._live: set[tuple[int, str, int, Cell]] = set()  # (set, class, version, cell)
         self._walking = False
@@ -249,7 +249,7 @@ class Queue:
         if not entry.eligible:
             return False
         cell = cell_of(entry) if self.shaped else ANY
-        version = self._fresh.place_of(entry.id)
+        version = self._places.get(entry.id, 0)
         live = (entry.id, klass, version, cell)
         if live in self._live:
             return False
@@ -377,7 +377,7 @@ class Queue:
                 del cells[cell]
 
     def _still_wants(self, entry: SetEntry, version: int, klass: str, cell: Cell) -> bool:
-        if not (entry.waiting and self._fresh.place_of(entry.id) == version and entry.eligible):
+        if not (entry.waiting and self._places.get(entry.id, 0) == version and entry.eligible):
             return False
         if not entry.wants(klass):
             return False
