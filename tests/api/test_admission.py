@@ -416,7 +416,7 @@ def test_pauses_and_blocks_hold_across_a_restart(live: Live) -> None:
         assert live.waits_for(carol) == f"paused by filter {rule}"
         assert not live.started(in_lab1)
         assert again.core is not None
-        assert again.core.admission.paused == {"lab1"}
+        assert again.core.paused == {"lab1"}
         live.run(build)
         assert live.started(waiting)
         assert live.post("/queue/resume", {"lab": "lab1"}).status_code == 200

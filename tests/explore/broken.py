@@ -1,7 +1,7 @@
 """Deliberately broken rules for the explorer to catch, swapped into the core inside a test.
 
-No flag in the core: a subclass of one of its parts replaces that part on a
-fresh :class:`~labq.scheduler.core.Scheduler`.
+No flag in the core: a subclass of one of its parts replaces that part in a
+subclass of :class:`~labq.scheduler.core.Scheduler` (its ``*_class`` attributes).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from labq.scheduler.core import Scheduler
 from labq.scheduler.entries import SchedulerConfig, SetEntry
 from labq.scheduler.holds import Holds
 from labq.scheduler.lockline import Keeper
+from labq.scheduler.weights import Weights
 
 
 class NoReservation(Backfill):
@@ -31,14 +32,13 @@ class NoReservation(Backfill):
         return False
 
 
+class _NoReservationCore(Scheduler):
+    backfill_class = NoReservation
+
+
 def no_reservation(config: SchedulerConfig, access: AccessPolicy) -> Scheduler:
     """The core with :class:`NoReservation` in place of its backfill."""
-    core = Scheduler(config, access)
-    core.backfill = NoReservation(
-        core.books, core.placer, core.profile, core.index, core.policy, core.config
-    )
-    core.holds.backfill = core.backfill
-    return core
+    return _NoReservationCore(config, access)
 
 
 class PerPoolHolds(Holds):
@@ -46,7 +46,7 @@ class PerPoolHolds(Holds):
     holds only if it has the higher effective priority on that system's pools. Two groups
     with opposite caps on two pools then each hold what the other needs (ABBA)."""
 
-    def _complete_one(self, lab: str) -> bool:
+    def _complete_one(self, lab: str) -> SetEntry | None:
         books = self.books
         ranked = sorted(books.holders[lab], key=lambda h: books.rank_of(books.sets[h]))
         for holder_id in reversed(ranked):
@@ -63,9 +63,8 @@ class PerPoolHolds(Holds):
             if len(placement) < holder.width or self.backfill.delays(holder, lab, placement):
                 continue
             self._rearrange(holder, lab, placement)
-            self.start(holder, lab, {})
-            return True
-        return False
+            return holder
+        return None
 
     def _outranks(self, entry: SetEntry, other: SetEntry, fqdn: str) -> bool:
         pools = self.books.systems[fqdn].pools
@@ -77,11 +76,13 @@ class PerPoolHolds(Holds):
         return on_pool(entry) > on_pool(other)
 
 
+class _PerPoolHoldsCore(Scheduler):
+    holds_class = PerPoolHolds
+
+
 def per_pool_holds(config: SchedulerConfig, access: AccessPolicy) -> Scheduler:
     """The core with :class:`PerPoolHolds` in place of its holds."""
-    core = Scheduler(config, access)
-    core.holds = PerPoolHolds(core.books, core.placer, core.backfill, core.admission, core._start)
-    return core
+    return _PerPoolHoldsCore(config, access)
 
 
 class NoCaps(AccessPolicy):
@@ -115,18 +116,22 @@ def forgetful(config: SchedulerConfig, access: AccessPolicy) -> Scheduler:
     return Forgetful(config, access)
 
 
-class FlatWeights(Scheduler):
-    """A core whose predictive weight ignores the running sets' locks (spv is the base)."""
+class FlatWeights(Weights):
+    """Weights that ignore the running sets' locks (spv is the base)."""
 
-    def _spv_of(self, entry: SetEntry) -> float:
+    def spv_of(self, entry: SetEntry) -> float:
         if self.keeper.weighs_nothing(entry):
             return 0.0
         return self.config.spv_base
 
 
+class _FlatWeightsCore(Scheduler):
+    weights_class = FlatWeights
+
+
 def flat_weights(config: SchedulerConfig, access: AccessPolicy) -> Scheduler:
     """The core with :class:`FlatWeights`."""
-    return FlatWeights(config, access)
+    return _FlatWeightsCore(config, access)
 
 
 class StaleDue(Keeper):
@@ -137,10 +142,10 @@ class StaleDue(Keeper):
         return []
 
 
+class _StaleDueCore(Scheduler):
+    keeper_class = StaleDue
+
+
 def stale_due(config: SchedulerConfig, access: AccessPolicy) -> Scheduler:
     """The core with :class:`StaleDue` as its keeper."""
-    core = Scheduler(config, access)
-    core.keeper = StaleDue(
-        core.sets, core.books.rank_of, core.running_locks, enabled=config.predictive
-    )
-    return core
+    return _StaleDueCore(config, access)

@@ -38,6 +38,17 @@ class Admission:
             return False
         return self._open or self.slot_reason(lab) is None
 
+    def pause(self, lab: str) -> None:
+        """Nothing new starts in ``lab`` until it is resumed."""
+        self.paused.add(lab)
+
+    def resume(self, lab: str) -> bool:
+        """Sets may start in ``lab`` again; whether it was paused."""
+        if lab not in self.paused:
+            return False
+        self.paused.discard(lab)
+        return True
+
     def join(self, entry: SetEntry) -> None:
         """A waiting set joins its buckets' waiting lists."""
         for bucket, _limit in entry.buckets:

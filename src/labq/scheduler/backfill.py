@@ -7,38 +7,35 @@ the holder will not need then (rule 2).
 
 :class:`Backfill` keeps what a search needs between events:
 
-- the *shelf*: waiting sets in a queue shaped by width and declared time, so a
-  search looks only at sets that could fit the room the reservations leave
-  (:class:`~labq.scheduler.index.Window`) instead of walking the queue;
+- the *shelf* (the waitlist's): waiting sets in a queue shaped by width and
+  declared time, so a search looks only at sets that could fit the room the
+  reservations leave (:class:`~labq.scheduler.index.Window`) instead of walking
+  the queue;
 - each holder's reservation, worked out once per change of its lab (not once
   per candidate);
 - the last search that found nothing per lab and system kind: the next system
   offered in the same state, with no more room, skips the search.
+
+Both memos are checked against stamps from :class:`~labq.scheduler.freshness.Freshness`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
-from dataclasses import dataclass
 
 from labq.domain.model import AccessPolicy
 from labq.scheduler.books import Books
 from labq.scheduler.entries import SchedulerConfig, SetEntry, SystemEntry
-from labq.scheduler.index import ClassIndex, Queue, Window
+from labq.scheduler.freshness import Freshness, Stamped
+from labq.scheduler.index import ClassIndex, Window
 from labq.scheduler.placement import Placer
 from labq.scheduler.profile import Profile
 from labq.scheduler.reservation import NEVER, Reservation, reserve
+from labq.scheduler.waitlist import Waitlist
 
 Placement = Mapping[int, str]  # recipe id -> system
 Fit = Callable[[SetEntry], Placement | None]  # a placement to start the set now, if any
-Stamp = tuple[Hashable, ...]  # what a remembered result depends on
 Protected = list[tuple[SetEntry, Reservation]]
-
-
-@dataclass
-class _Miss:
-    stamp: Stamp
-    window: Window
 
 
 class Backfill:
@@ -52,6 +49,8 @@ class Backfill:
         index: ClassIndex,
         policy: AccessPolicy,
         config: SchedulerConfig,
+        waitlist: Waitlist,
+        fresh: Freshness,
     ) -> None:
         self.books = books
         self.placer = placer
@@ -59,17 +58,14 @@ class Backfill:
         self.index = index
         self.policy = policy
         self.config = config
-        self.shelf = Queue(shaped=True)
-        self._reserved: dict[tuple[int, str], tuple[Stamp, Reservation]] = {}
-        self._misses: dict[Hashable, _Miss] = {}
-
-    def add(self, entry: SetEntry, klass: str) -> None:
-        """A waiting set (re)joins the queue with a recipe of ``klass``."""
-        self.shelf.push(entry, klass)
+        self.shelf = waitlist.shelf
+        self._fresh = fresh
+        self._reserved: Stamped[tuple[int, str], Reservation] = fresh.stamped()
+        self._misses: Stamped[Hashable, Window] = fresh.stamped()
 
     def forget(self, set_id: int, lab: str) -> None:
         """The set holds no more in ``lab``: drop its reservation."""
-        self._reserved.pop((set_id, lab), None)
+        self._reserved.forget((set_id, lab))
 
     def reservation(self, entry: SetEntry, lab: str) -> Reservation:
         """The set's soonest start in ``lab`` as a holder there (worked out once per change)."""
@@ -77,21 +73,15 @@ class Backfill:
         above = self._above(entry, lab)
         # systems held by higher-ranked holders are not the set's to count on; the others
         # (free, its own, lower holders') all count as free now, wherever they are
-        stamp = (
-            self.profile.version(lab),
-            books.epoch,
-            books.now,
-            tuple(h.id for h in above),
-            books.placed_in[lab] if above else -1,
-        )
-        known = self._reserved.get((entry.id, lab))
-        if known is not None and known[0] == stamp:
-            return known[1]
+        stamp = self._fresh.reservation_stamp(lab, books.now, tuple(h.id for h in above))
+        known = self._reserved.get((entry.id, lab), stamp)
+        if known is not None:
+            return known
         blocked: set[str] = set().union(*(h.held for h in above))
         demands = entry.demands()
         pools = {k: self.placer.pool(lab, k, entry.group) for k in demands}
         found = reserve(demands, pools, blocked, self.profile, lab, books.now)
-        self._reserved[(entry.id, lab)] = (stamp, found)
+        self._reserved.put((entry.id, lab), stamp, found)
         return found
 
     def delays(self, entry: SetEntry, lab: str, placement: Placement) -> bool:
@@ -112,9 +102,9 @@ class Backfill:
         window = self._window(lab, protected)
         classes = self.index.classes_of.get(system.fqdn, set())
         where = (lab, tuple(sorted(classes)), system.pools)
-        stamp = self._stamp(lab)
-        miss = self._misses.get(where)
-        if miss is not None and miss.stamp == stamp and window.within(miss.window):
+        stamp = self._fresh.search_stamp(lab, self.books.now)
+        missed = self._misses.get(where, stamp)
+        if missed is not None and window.within(missed):
             return None
         books = self.books
         candidates = self.shelf.candidates(
@@ -135,7 +125,7 @@ class Backfill:
                     return None  # not a miss: the search stopped early
         finally:
             candidates.close()
-        self._misses[where] = _Miss(stamp, window)
+        self._misses.put(where, stamp, window)
         return None
 
     def _above(self, entry: SetEntry, lab: str) -> list[SetEntry]:
@@ -175,14 +165,3 @@ class Backfill:
             time = min(time, reservation.start - books.now)
             extra = min(extra, reservation.extra + outside)
         return Window(room, time, extra)
-
-    def _stamp(self, lab: str) -> Stamp:
-        """What a search's result depends on, but for the room (the window)."""
-        books = self.books
-        return (
-            self.shelf.version,
-            self.profile.version(lab),
-            books.holds_moved[lab],
-            books.epoch,
-            books.now,
-        )

@@ -125,7 +125,6 @@ class SetEntry:
     blocked: str | None = None  # why it may not run yet: a dependency, a filter (the service)
     throttle: str | None = None  # a full rate-limit bucket (the core)
     buckets: tuple[tuple[str, int], ...] = ()  # (rate-limit bucket, most running at once)
-    version: int = field(default=0)  # bumped when its place in the queue changes
     missing: int = field(default=0, init=False)  # recipes without a system
     held: set[str] = field(default_factory=set, init=False, repr=False)  # systems it has
     # per class, its recipes without a system (kept as recipes get and lose systems)
@@ -243,3 +242,22 @@ class SetSubmission:
     locks: LockNeeds = NO_NEEDS
     blocked: str | None = None
     buckets: tuple[tuple[str, int], ...] = ()
+
+
+def set_entry(submission: SetSubmission, recipes: list[RecipeEntry]) -> SetEntry:
+    """The core's entry for a submitted set with these recipes."""
+    return SetEntry(
+        id=submission.id,
+        job=submission.job,
+        priority=submission.priority,
+        submitted=submission.submitted,
+        recipes=recipes,
+        group=submission.group,
+        max_time=submission.max_time,
+        max_retries=submission.max_retries,
+        attempt=submission.attempt,
+        retry_of=submission.retry_of,
+        locks=submission.locks,
+        blocked=submission.blocked,
+        buckets=submission.buckets,
+    )

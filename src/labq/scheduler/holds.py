@@ -10,12 +10,13 @@ first. So no cycle of sets waiting on each other can form.
 A holder keeps its place and its reservation while lower-ranked sets borrow
 its systems within the backfill rules; it leaves the holders when a
 higher-ranked set takes the last system it held, when it is released, or when
-it starts.
+it starts. Which holder may start is said here (:meth:`Holds.completing`); the
+core starts it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 from labq.domain.states import RecipeState
 from labq.scheduler import decisions as d
@@ -23,10 +24,10 @@ from labq.scheduler.admission import Admission
 from labq.scheduler.backfill import Backfill
 from labq.scheduler.books import Books
 from labq.scheduler.entries import SetEntry
+from labq.scheduler.freshness import Freshness
 from labq.scheduler.placement import Placer
 
 Placement = Mapping[int, str]  # recipe id -> system
-Start = Callable[[SetEntry, str, Placement], None]
 
 
 class Holds:
@@ -38,13 +39,13 @@ class Holds:
         placer: Placer,
         backfill: Backfill,
         admission: Admission,
-        start: Start,
+        fresh: Freshness,
     ) -> None:
         self.books = books
         self.placer = placer
         self.backfill = backfill
         self.admission = admission
-        self.start = start
+        self._fresh = fresh
         self.slots = books.config.holds_per_lab
 
     def could_hold(self, entry: SetEntry, lab: str) -> bool:
@@ -72,10 +73,12 @@ class Holds:
         return True
 
     def hold(self, entry: SetEntry, lab: str, placement: Placement) -> None:
-        """Make the set a holder in ``lab`` with these systems; its other recipes are assigned."""
+        """Make the set a holder in ``lab`` with these systems; its other recipes are assigned.
+
+        The lab's holders may complete now (:meth:`completing`).
+        """
         books = self.books
-        books.holders[lab].add(entry.id)
-        books.holds_moved[lab] += 1
+        books.add_holder(entry, lab)
         entry.held_since = books.now
         self.bind(entry, lab, placement)
         more = self.placer.place(entry, lab, books.available(lab))
@@ -84,8 +87,7 @@ class Holds:
         for recipe in entry.recipes:
             if recipe.system is None and recipe.state is not RecipeState.ASSIGNED:
                 recipe.state = RecipeState.ASSIGNED
-                books.out.append(d.Assign(recipe.id, entry.id))
-        self.complete(lab)
+                books.emit(d.Assign(recipe.id, entry.id))
 
     def bind(self, entry: SetEntry, lab: str, placement: Placement) -> None:
         """Give the set these systems, taking them from holders (lent or by wound-wait)."""
@@ -107,7 +109,7 @@ class Holds:
                     self.settle(owner)
             books.give(entry, books.recipes[recipe_id], fqdn)
         if not grew:  # a holder growing with free systems it could lend anyway: the same room
-            books.holds_moved[lab] += 1
+            self._fresh.holds_moved(lab)
 
     def unhold(self, entry: SetEntry, reason: str) -> None:
         """Give back everything a holder holds; its recipes go back to the queue."""
@@ -125,24 +127,26 @@ class Holds:
         for recipe in entry.recipes:
             if recipe.state is RecipeState.ASSIGNED:
                 recipe.state = RecipeState.QUEUED
-                self.books.out.append(d.Enqueue(recipe.id, entry.id))
+                self.books.emit(d.Enqueue(recipe.id, entry.id))
 
     def forget(self, entry: SetEntry) -> None:
         """The set is no holder any more (it started, ended or let go): its slot opens."""
         lab = entry.lab
-        books = self.books
-        if lab is not None and entry.id in books.holders.get(lab, set()):
-            books.holders[lab].discard(entry.id)
-            books.holds_moved[lab] += 1
+        if lab is not None and self.books.drop_holder(entry):
             self.backfill.forget(entry.id, lab)
-            books.admit(lab)
+            self.books.admit(lab)
 
-    def complete(self, lab: str) -> None:
-        """Holders, best rank first, complete from free systems and lower holders' holds."""
-        while self.admission.slot_free(lab) and self._complete_one(lab):
-            pass
+    def completing(self, lab: str) -> SetEntry | None:
+        """The best-ranked holder that completes now from free systems and lower holders'
+        holds, its systems rearranged to start (None: none may, or none can).
 
-    def _complete_one(self, lab: str) -> bool:
+        The core starts it, then asks again: holders complete best rank first.
+        """
+        if not self.admission.slot_free(lab):
+            return None
+        return self._complete_one(lab)
+
+    def _complete_one(self, lab: str) -> SetEntry | None:
         books = self.books
         ranked = sorted(books.holders[lab], key=lambda h: books.rank_of(books.sets[h]))
         ranked.reverse()
@@ -161,9 +165,8 @@ class Holds:
             if self.backfill.delays(holder, lab, placement):
                 continue
             self._rearrange(holder, lab, placement)
-            self.start(holder, lab, {})
-            return True
-        return False
+            return holder
+        return None
 
     def _rearrange(self, entry: SetEntry, lab: str, placement: Placement) -> None:
         """Let go of own holds the new placement moves elsewhere, then take the new ones."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 
 from labq.domain.model import EVERYBODY, AccessPolicy
@@ -21,6 +21,7 @@ from labq.domain.priority import Priority
 from labq.domain.requirements import AllOf, Compare, Requirement, exact, matches
 from labq.domain.states import Condition
 from labq.scheduler.entries import SchedulerConfig, SetEntry, SystemEntry, ViabilityClass
+from labq.scheduler.freshness import Freshness
 from labq.scheduler.order import OrderKey, order_key
 
 HeapItem = tuple[float, int, int]  # (submitted, set id, version)
@@ -230,28 +231,29 @@ class Queue:
     fit (:class:`Window`) instead of walking the queue.
     """
 
-    def __init__(self, *, shaped: bool = False) -> None:
+    def __init__(self, fresh: Freshness, *, shaped: bool = False) -> None:
         self.shaped = shaped
-        self.version = 0  # bumped on every push: a search that found nothing may be stale
+        self._places = fresh.places  # each set's place in the queue: items of another are stale
         self._buckets: dict[str, dict[Cell, Lanes]] = {}
         self._live: set[tuple[int, str, int, Cell]] = set()  # (set, class, version, cell)
         self._walking = False
 
-    def push(self, entry: SetEntry, klass: str) -> None:
-        """Put a waiting set in the heap for one of its classes (once; never an ineligible one).
+    def push(self, entry: SetEntry, klass: str) -> bool:
+        """Put a waiting set in the heap for one of its classes (once; never an ineligible one);
+        whether it was put.
 
         Heaps are per (class, group, nominal priority, spv): within one, first come
         is first served also by weight, since an older set of equal spv never
         weighs more. The merge compares the heads' full order keys.
         """
         if not entry.eligible:
-            return
+            return False
         cell = cell_of(entry) if self.shaped else ANY
-        live = (entry.id, klass, entry.version, cell)
+        version = self._places.get(entry.id, 0)
+        live = (entry.id, klass, version, cell)
         if live in self._live:
-            return
+            return False
         self._live.add(live)
-        self.version += 1
         group = entry.group or EVERYBODY
         heap = (
             self._buckets.setdefault(klass, {})
@@ -259,13 +261,14 @@ class Queue:
             .setdefault(group, {})
             .setdefault((int(entry.priority), spv_key(entry.spv)), [])
         )
-        heapq.heappush(heap, (entry.submitted, entry.id, entry.version))
+        heapq.heappush(heap, (entry.submitted, entry.id, version))
+        return True
 
     def candidates(
         self,
         system: SystemEntry,
         classes: set[str],
-        sets: dict[int, SetEntry],
+        sets: Mapping[int, SetEntry],
         policy: AccessPolicy,
         now: float,
         config: SchedulerConfig,
@@ -291,7 +294,7 @@ class Queue:
         self,
         system: SystemEntry,
         classes: set[str],
-        sets: dict[int, SetEntry],
+        sets: Mapping[int, SetEntry],
         policy: AccessPolicy,
         now: float,
         config: SchedulerConfig,
@@ -337,7 +340,7 @@ class Queue:
         heap: list[HeapItem],
         where: Where,
         cap: Priority,
-        sets: dict[int, SetEntry],
+        sets: Mapping[int, SetEntry],
         now: float,
         config: SchedulerConfig,
     ) -> bool:
@@ -374,7 +377,7 @@ class Queue:
                 del cells[cell]
 
     def _still_wants(self, entry: SetEntry, version: int, klass: str, cell: Cell) -> bool:
-        if not (entry.waiting and entry.version == version and entry.eligible):
+        if not (entry.waiting and self._places.get(entry.id, 0) == version and entry.eligible):
             return False
         if not entry.wants(klass):
             return False

@@ -18,6 +18,7 @@ from typing import TypeVar
 
 from labq.domain.model import AccessPolicy
 from labq.scheduler.entries import RecipeEntry, SetEntry, SystemEntry
+from labq.scheduler.freshness import Freshness
 from labq.scheduler.index import ClassIndex, condition_allows, may_come_back
 
 K = TypeVar("K", bound=Hashable)
@@ -127,8 +128,8 @@ def _flip(
 class Placer:
     """Which systems may serve which recipes now, and matchings of sets onto them.
 
-    Dynamic viability (condition and pool access) is remembered until a system
-    is added or changes condition (:meth:`systems_changed`). Among systems that
+    Dynamic viability (condition and pool access) is remembered until the
+    systems change (:meth:`Freshness.systems_changed`). Among systems that
     would do, a set gets those the fewest waiting sets could use (the *demand*
     on a system), so rare systems stay free for the sets that need them; then
     by name.
@@ -140,20 +141,19 @@ class Placer:
         systems: Mapping[str, SystemEntry],
         policy: AccessPolicy,
         waiting: Mapping[str, int],
+        fresh: Freshness,
     ) -> None:
         self.index = index
         self.systems = systems
         self.policy = policy
-        self.waiting = waiting  # class -> waiting sets with a recipe of it (kept by the core)
-        self._usable: dict[tuple[str, str, str | None], bool] = {}
-        self._pools: dict[tuple[str, str, str | None, bool], frozenset[str]] = {}
-        self._runnable: dict[tuple[str, str | None, bool, tuple[tuple[str, int], ...]], bool] = {}
-
-    def systems_changed(self) -> None:
-        """A system was added or changed condition: forget what was worked out."""
-        self._usable.clear()
-        self._pools.clear()
-        self._runnable.clear()
+        self.waiting = waiting  # class -> waiting sets with a recipe of it (the waitlist's)
+        self._usable: dict[tuple[str, str, str | None], bool] = fresh.until_systems_change()
+        self._pools: dict[tuple[str, str, str | None, bool], frozenset[str]] = (
+            fresh.until_systems_change()
+        )
+        self._runnable: dict[tuple[str, str | None, bool, tuple[tuple[str, int], ...]], bool] = (
+            fresh.until_systems_change()
+        )
 
     def usable(self, system: SystemEntry, klass: str, group: str | None) -> bool:
         """Dynamic viability: condition and pool access (the class checked the rest)."""

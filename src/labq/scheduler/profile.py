@@ -12,6 +12,8 @@ import bisect
 import math
 from collections.abc import Iterable, Sequence, Set
 
+from labq.scheduler.freshness import Freshness
+
 COULD_END_NOW = -math.inf  # the end of a set without max_time: any moment
 
 End = tuple[float, str]  # (declared end, fqdn)
@@ -21,11 +23,11 @@ _NONE: frozenset[str] = frozenset()
 class Profile:
     """Per lab, the systems that run a started set, soonest declared end first."""
 
-    def __init__(self) -> None:
+    def __init__(self, fresh: Freshness) -> None:
+        self._fresh = fresh  # reservations worked out from a lab's profile go stale with it
         self._ends: dict[str, list[End]] = {}  # lab -> sorted (end, fqdn)
         self._end_of: dict[str, tuple[str, float]] = {}  # fqdn -> (lab, end)
         self._busy: dict[str, set[str]] = {}  # lab -> its busy systems
-        self._versions: dict[str, int] = {}
 
     def occupy(self, lab: str, fqdns: Iterable[str], end: float | None) -> None:
         """A set started on ``fqdns``; ``end`` is its declared end (None: it could end now)."""
@@ -38,7 +40,7 @@ class Profile:
             bisect.insort(ends, (value, fqdn))
             self._end_of[fqdn] = (lab, value)
             busy.add(fqdn)
-        self._versions[lab] = self._versions.get(lab, 0) + 1
+        self._fresh.profile_moved(lab)
 
     def vacate(self, fqdns: Iterable[str]) -> None:
         """The set running on ``fqdns`` ended (systems not in the profile are ignored)."""
@@ -50,7 +52,7 @@ class Profile:
             ends = self._ends[lab]
             del ends[bisect.bisect_left(ends, (value, fqdn))]
             self._busy[lab].discard(fqdn)
-            self._versions[lab] = self._versions.get(lab, 0) + 1
+            self._fresh.profile_moved(lab)
 
     def ends(self, lab: str) -> Sequence[End]:
         """The lab's busy systems with their declared ends, soonest first (do not change it)."""
@@ -68,10 +70,6 @@ class Profile:
         """When the system is declared free: now if it runs nothing or could end now."""
         found = self._end_of.get(fqdn)
         return now if found is None else max(now, found[1])
-
-    def version(self, lab: str) -> int:
-        """Bumped whenever the lab's profile changes (for caches of reservations)."""
-        return self._versions.get(lab, 0)
 
     def snapshot(self) -> dict[str, float]:
         """Every busy system and its declared end (what a recomputation must equal)."""

@@ -13,15 +13,15 @@ from datetime import UTC, datetime
 from typing import Final
 
 from labq.domain.requirements import AnyOf, Compare, Negation, Requirement, Some
-from labq.scheduler.core import Scheduler
 from labq.scheduler.entries import SetEntry, ViabilityClass
 from labq.scheduler.index import condition_allows
+from labq.scheduler.view import SchedulerView
 
 _SYMBOLS: Final = frozenset({"=", "!=", "<", "<=", ">", ">="})
 HELD_SHOWN: Final = 3  # holders named; more are counted
 
 
-def turn_reason(core: Scheduler, entry: SetEntry, now: float) -> str:
+def turn_reason(core: SchedulerView, entry: SetEntry, now: float) -> str:
     """``waits for 3 systems matching arch=aarch64: 2 busy until ~14:05 UTC, …``.
 
     Only the recipes still without a system count (a holder waits for the rest).
@@ -35,8 +35,8 @@ def turn_reason(core: Scheduler, entry: SetEntry, now: float) -> str:
     return "; ".join(parts)
 
 
-def _class_reason(core: Scheduler, entry: SetEntry, klass: str, count: int, now: float) -> str:
-    index, systems, profile = core.index, core.systems, core.profile
+def _class_reason(core: SchedulerView, entry: SetEntry, klass: str, count: int, now: float) -> str:
+    index, systems = core.index, core.systems
     viability = index.classes[klass]
     usable = sorted(
         fqdn
@@ -57,8 +57,7 @@ def _class_reason(core: Scheduler, entry: SetEntry, klass: str, count: int, now:
         recipe = systems[fqdn].recipe
         if recipe is None:
             free += 1
-        elif profile.busy(fqdn):
-            end = profile.free_at(fqdn, now)
+        elif (end := core.busy_until(fqdn, now)) is not None:
             ends.append(end if end > now else None)
         else:
             held_by.append(core.recipes[recipe].set_id)

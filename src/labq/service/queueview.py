@@ -8,10 +8,10 @@ from labq.domain.model import EVERYBODY
 from labq.domain.priority import Priority
 from labq.domain.queue import QueueRow
 from labq.domain.states import RecipeState
-from labq.scheduler.core import Scheduler
 from labq.scheduler.entries import SetEntry
 from labq.scheduler.order import age_of, aged_priority, predictive_weight
 from labq.scheduler.turn import turn_reason
+from labq.scheduler.view import SchedulerView
 from labq.service.shortage import Shortages, shortage
 from labq.store import epoch
 
@@ -19,7 +19,7 @@ Caps = dict[tuple[str, str], Priority | None]
 _STEPS = list(RecipeState)  # a set is as far as its least advanced recipe
 
 
-def rows(core: Scheduler, now: datetime) -> list[QueueRow]:
+def rows(core: SchedulerView, now: datetime) -> list[QueueRow]:
     """Every waiting set in queue order: nominal priority, predictive weight, first come.
 
     Effective priority depends on the system offered (its pools), so it is shown
@@ -47,7 +47,7 @@ def rows(core: Scheduler, now: datetime) -> list[QueueRow]:
 
 
 def _row(
-    core: Scheduler,
+    core: SchedulerView,
     entry: SetEntry,
     weight: float,
     position: int,
@@ -80,7 +80,7 @@ def _row(
     )
 
 
-def _labs(core: Scheduler, entry: SetEntry) -> tuple[str, ...]:
+def _labs(core: SchedulerView, entry: SetEntry) -> tuple[str, ...]:
     """The labs with a system for each of its classes (``queue --lab`` keeps those)."""
     if entry.lab is not None:
         return (entry.lab,)
@@ -91,7 +91,7 @@ def _labs(core: Scheduler, entry: SetEntry) -> tuple[str, ...]:
     return tuple(sorted(found or ()))
 
 
-def _best_cap(core: Scheduler, entry: SetEntry, caps: Caps) -> Priority | None:
+def _best_cap(core: SchedulerView, entry: SetEntry, caps: Caps) -> Priority | None:
     """The highest cap the set's group has on any system one of its recipes could use."""
     group = entry.group or EVERYBODY
     found = [_class_cap(core, klass, group, caps) for klass in {r.klass for r in entry.recipes}]
@@ -99,7 +99,7 @@ def _best_cap(core: Scheduler, entry: SetEntry, caps: Caps) -> Priority | None:
     return max(known) if known else None
 
 
-def _class_cap(core: Scheduler, klass: str, group: str, caps: Caps) -> Priority | None:
+def _class_cap(core: SchedulerView, klass: str, group: str, caps: Caps) -> Priority | None:
     key = (klass, group)
     if key not in caps:
         best: Priority | None = None

@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 
 from labq.domain.states import RecipeState
 from labq.domain.stops import QUIET
-from labq.scheduler.core import Scheduler
+from labq.scheduler.view import SchedulerView
 from labq.service import bridge
 from labq.service.actions import Actions, Kill, Launch
 from labq.store import Repository
@@ -32,7 +32,7 @@ _SHOWN = 5  # differences named in the log line
 
 
 def supervisors(
-    repo: Repository, core: Scheduler, *, timeout: float, ours: Iterable[int], now: datetime
+    repo: Repository, core: SchedulerView, *, timeout: float, ours: Iterable[int], now: datetime
 ) -> tuple[Actions, list[int]]:
     """Orders for quiet supervisors and lost launches; and the quiet sets to end here."""
     watched = set(ours)
@@ -54,7 +54,7 @@ def supervisors(
     return actions, to_end
 
 
-def differences(repo: Repository, core: Scheduler) -> list[str]:
+def differences(repo: Repository, core: SchedulerView) -> list[str]:
     """Where the scheduler's memory and the database disagree on unfinished sets."""
     stored: dict[int, list[Placed]] = {}
     for placed in repo.unfinished_placements():
@@ -78,7 +78,7 @@ def differences(repo: Repository, core: Scheduler) -> list[str]:
 
 
 def ended_unheard(
-    repo: Repository, core: Scheduler, ours: Iterable[int], *, busy_since: datetime
+    repo: Repository, core: SchedulerView, ours: Iterable[int], *, busy_since: datetime
 ) -> list[int]:
     """Started sets that ended in the database while no supervisor of ours runs them: their
     end was never told to the scheduler (its supervisor's exit went unseen).
@@ -97,7 +97,7 @@ def ended_unheard(
     return [s for s in ended if s not in busy]
 
 
-def _recipe_differences(core: Scheduler, recipes: list[Placed]) -> list[str]:
+def _recipe_differences(core: SchedulerView, recipes: list[Placed]) -> list[str]:
     out = []
     for placed in recipes:
         known = core.recipes.get(placed.recipe_id)

@@ -12,17 +12,17 @@ from collections import Counter
 from typing import Final
 
 from labq.domain.states import Condition
-from labq.scheduler.core import Scheduler
 from labq.scheduler.entries import SetEntry
 from labq.scheduler.index import condition_allows
 from labq.scheduler.placement import gang_match, is_complete
+from labq.scheduler.view import SchedulerView
 
 SHOWN: Final = 8  # systems named; more are counted
 
 Shortages = dict[tuple[tuple[tuple[str, int], ...], str | None], str | None]
 
 
-def shortage(core: Scheduler, entry: SetEntry, memo: Shortages) -> str | None:
+def shortage(core: SchedulerView, entry: SetEntry, memo: Shortages) -> str | None:
     """``every matching system is broken: s1, s2`` and the like; None when none is short.
 
     ``memo`` keeps the answer per (classes, group) for one look at the queue.
@@ -34,7 +34,7 @@ def shortage(core: Scheduler, entry: SetEntry, memo: Shortages) -> str | None:
     return memo[key]
 
 
-def _shortage(core: Scheduler, demands: dict[str, int], group: str | None) -> str | None:
+def _shortage(core: SchedulerView, demands: dict[str, int], group: str | None) -> str | None:
     usable: dict[str, list[str]] = {}
     away: dict[str, Condition] = {}  # systems that may come back
     for klass in demands:

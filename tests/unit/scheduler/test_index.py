@@ -47,9 +47,10 @@ def test_a_queue_refuses_a_walk_inside_a_walk_of_it_and_loses_nothing() -> None:
     from labq.domain.model import AccessPolicy
     from labq.domain.priority import Priority
     from labq.scheduler.entries import RecipeEntry, SchedulerConfig, SetEntry
+    from labq.scheduler.freshness import Freshness
     from labq.scheduler.index import Queue
 
-    queue, config, policy = Queue(), SchedulerConfig(), AccessPolicy()
+    queue, config, policy = Queue(Freshness()), SchedulerConfig(), AccessPolicy()
     system = SystemEntry(fqdn="s1", lab="lab1", facts={}, pools=frozenset())
     sets = {}
     for i in (1, 2):

@@ -92,6 +92,7 @@ def _lab_of_kinds(draw):
 @settings(max_examples=300, deadline=None)
 def test_picking_by_kind_gives_the_order_of_picking_one_by_one(lab):
     from labq.domain.model import AccessPolicy
+    from labq.scheduler.freshness import Freshness
     from labq.scheduler.index import ClassIndex
     from labq.scheduler.placement import Placer
 
@@ -101,7 +102,7 @@ def test_picking_by_kind_gives_the_order_of_picking_one_by_one(lab):
         fqdn = f"s{i:02}"
         index.classes_of[fqdn] = set(kind)
         index._kind(fqdn)
-    placer = Placer(index, {}, AccessPolicy(), waiting)
+    placer = Placer(index, {}, AccessPolicy(), waiting, Freshness())
     demand = {f: sum(waiting[c] for c in index.kinds_of[f]) for f in free}
     expected = sorted(free, key=lambda f: (f in avoid, demand[f], f))[:count]
     assert placer._best_by_kind(free, count, avoid) == expected

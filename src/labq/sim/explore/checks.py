@@ -185,7 +185,7 @@ class Rules(View):
         if free systems, its own and theirs would do, it has started."""
         out = []
         for lab, ids in sorted(self.core.holders.items()):
-            if not ids or not self.core.admission.slot_free(lab):
+            if not ids or not self.core.slot_free(lab):
                 continue
             top = max((self.core.sets[i] for i in ids), key=self.rank)
             if self.match(top, lab) is not None:
@@ -231,11 +231,11 @@ class Rules(View):
         (backfill does not leave a system idle that someone could use without harm)."""
         out = []
         for lab in sorted(self.core.free):
-            if not self.core.admission.slot_free(lab):
+            if not self.core.slot_free(lab):
                 continue
             free = set(self.core.free[lab])
             for entry in self.waiting():
-                if entry.lab is not None or self.core.keeper.reason(entry, lab) is not None:
+                if entry.lab is not None or self.core.lock_wait(entry, lab) is not None:
                     continue
 
                 def fits(
@@ -260,12 +260,8 @@ class Rules(View):
         """The queue offers a system to groups that may use it, by priority capped by the
         group's highest cap on the system's pools (seed 002)."""
         out = []
-        config = self.core.config
         for fqdn, system in sorted(self.core.systems.items()):
-            classes = self.core.index.classes_of.get(fqdn, set())
-            walk = self.core.queue.candidates(
-                system, classes, self.core.sets, self.core.policy, self.now, config
-            )
+            walk = self.core.candidates(system, self.now)
             last: tuple[int, int] | None = None
             try:
                 for entry, _ in itertools.islice(walk, 12):

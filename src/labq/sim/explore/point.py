@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from labq.domain.states import Condition
-from labq.scheduler.core import Scheduler
+from labq.scheduler.view import SchedulerView
 from labq.sim import world as w
 from labq.sim.explore.lab import Lab
 from labq.sim.explore.recorder import Recorder
@@ -69,8 +69,8 @@ class Point:
     error: str | None = None  # the world or the core raised: a bug in itself
 
     @property
-    def core(self) -> Scheduler:
-        """The scheduling core of this world."""
+    def core(self) -> SchedulerView:
+        """The scheduling core of this world, to read."""
         return recorder(self.world).core
 
     @property
@@ -268,7 +268,7 @@ def key(point: Point, context: Context) -> Hashable:
     (issue 11), and the instant's floor.
     """
     world = point.world
-    core = recorder(world).core
+    core: SchedulerView = recorder(world).core
     horizon = context.lab.end
     finishing = []
     for time, kind, _seq, payload in sorted(world._heap):
@@ -317,7 +317,7 @@ def key(point: Point, context: Context) -> Hashable:
     )
     holders = tuple((lab, tuple(sorted(ids))) for lab, ids in sorted(core.holders.items()))
     free = tuple((lab, tuple(sorted(f))) for lab, f in sorted(core.free.items()))
-    keeper = (tuple(sorted(core.keeper.due)), tuple(core.keeper.line.kept))  # in line, in order
+    keeper = core.kept_for_locks()  # due by id, in line in order
     return (
         point.now,
         floor,
