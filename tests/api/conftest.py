@@ -67,7 +67,7 @@ class Recorder:
     def _job_visible(self, job_id: int) -> bool:
         with reading(self.engine) as repo:
             try:
-                repo.load_job(job_id)
+                repo.jobs.load_job(job_id)
             except NotFoundError:
                 return False
         return True
@@ -77,22 +77,22 @@ class Recorder:
 
     def jobs_cancelled(self, job_id: int) -> None:
         with reading(self.engine) as repo:
-            done = repo.load_job(job_id).state.value == "cancelled"
+            done = repo.jobs.load_job(job_id).state.value == "cancelled"
         self._seen("jobs_cancelled", job_id, done)
 
     def priority_changed(self, job_id: int) -> None:
         with reading(self.engine) as repo:
-            label = repo.load_job(job_id).sets[0].spec.priority.label
+            label = repo.jobs.load_job(job_id).sets[0].spec.priority.label
         self._seen("priority_changed", job_id, label == "low")
 
     def system_added(self, fqdn: str) -> None:
         with reading(self.engine) as repo:
-            there = any(s.fqdn == fqdn for s in repo.list_systems())
+            there = any(s.fqdn == fqdn for s in repo.systems.list_systems())
         self._seen("system_added", fqdn, there)
 
     def condition_changed(self, fqdn: str) -> None:
         with reading(self.engine) as repo:
-            broken = repo.get_system(fqdn).condition.value == "broken"
+            broken = repo.systems.get_system(fqdn).condition.value == "broken"
         self._seen("condition_changed", fqdn, broken)
 
     def access_changed(self) -> None:
@@ -112,7 +112,7 @@ class Recorder:
 
     def locks_changed(self, set_id: int) -> None:
         with reading(self.engine) as repo:
-            holds = set_id in repo.held_locks([set_id])
+            holds = set_id in repo.locks.held_locks([set_id])
         self._seen("locks_changed", set_id, holds)
 
     def queue_view(self) -> list[QueueRow]:
@@ -146,7 +146,7 @@ class Lab:
 
     def activity(self) -> int:
         with reading(self.engine) as repo:
-            return len(repo.activity(limit=100_000))
+            return len(repo.log.activity(limit=100_000))
 
 
 @pytest.fixture(scope="session")
@@ -163,23 +163,23 @@ def seed(engine: Engine) -> dict[str, str]:
     """
     tokens = {}
     with transaction(engine) as repo:
-        repo.add_user("root", actor="setup", now=T0, admin=True)
+        repo.people.add_user("root", actor="setup", now=T0, admin=True)
         for name in ("alice", "bob", "carol"):
-            repo.add_user(name, actor="root", now=T0)
-        repo.add_group("kernel-qe", actor="root", now=T0)
-        repo.add_member("alice", "kernel-qe", actor="root", now=T0)
-        repo.add_member("carol", "kernel-qe", actor="root", now=T0)
-        repo.add_lab("lab1", actor="root", now=T0)
-        repo.add_pool("perf", actor="root", now=T0)
-        repo.allow("perf", "kernel-qe", Priority.URGENT, actor="root", now=T0)
-        repo.add_system(
+            repo.people.add_user(name, actor="root", now=T0)
+        repo.people.add_group("kernel-qe", actor="root", now=T0)
+        repo.people.add_member("alice", "kernel-qe", actor="root", now=T0)
+        repo.people.add_member("carol", "kernel-qe", actor="root", now=T0)
+        repo.systems.add_lab("lab1", actor="root", now=T0)
+        repo.access.add_pool("perf", actor="root", now=T0)
+        repo.access.allow("perf", "kernel-qe", Priority.URGENT, actor="root", now=T0)
+        repo.systems.add_system(
             System("s1.lab", "lab1", attributes={"memory_mb": 8192}, pools=frozenset({"perf"})),
             actor="root",
             now=T0,
         )
-        repo.add_system(System("s2.lab", "lab1"), actor="root", now=T0)
+        repo.systems.add_system(System("s2.lab", "lab1"), actor="root", now=T0)
         for name in ("root", "alice", "bob", "carol"):
-            tokens[name] = repo.create_token(name, "test", now=T0)[1]
+            tokens[name] = repo.tokens.create_token(name, "test", now=T0)[1]
     return tokens
 
 
@@ -188,7 +188,7 @@ def add_example_systems(engine: Engine) -> None:
     smithi = {"machine_type": "smithi", "memory_mb": 16384}
     big = {**smithi, "system_type": "Machine", "cpus": 8}
     with transaction(engine) as repo:
-        repo.add_pool("fs-team", actor="root", now=T0)
+        repo.access.add_pool("fs-team", actor="root", now=T0)
         for fqdn, attributes, pools in (
             ("ex1.lab", big, {"perf", "fs-team"}),
             ("ex2.lab", smithi, set()),
@@ -201,7 +201,7 @@ def add_example_systems(engine: Engine) -> None:
                 pools=frozenset(pools),
                 condition=Condition.MANUAL,
             )
-            repo.add_system(system, actor="root", now=T0)
+            repo.systems.add_system(system, actor="root", now=T0)
 
 
 @contextmanager
@@ -267,9 +267,9 @@ def play_set(
 ) -> None:
     """The set's supervisor moves every recipe on to ``final`` and exits with ``code``."""
     with transaction(engine) as repo:
-        for recipe in repo.get_recipe_set(set_id).recipes:
+        for recipe in repo.jobs.get_recipe_set(set_id).recipes:
             for state in (*ON_THE_WAY, final):
-                repo.move_recipe(recipe.id, state, now=now)
+                repo.moves.move_recipe(recipe.id, state, now=now)
     claim = repo_claim(engine, set_id)
     service.set_finished(set_id, code, claim)
     service.drain()
@@ -278,6 +278,6 @@ def play_set(
 def repo_claim(engine: Engine, set_id: int) -> str:
     """The claim a started set carries (what its supervisor would report its end with)."""
     with transaction(engine) as repo:
-        claim = repo.claim_of(set_id)
+        claim = repo.supervisors.claim_of(set_id)
     assert claim is not None, f"set {set_id} was never started"
     return claim

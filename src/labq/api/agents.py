@@ -49,7 +49,7 @@ def agent_json(agent: AgentView, now: datetime, timeout: float) -> dict[str, Any
 def list_agents(state: StateDep, _: UserDep) -> dict[str, Any]:
     """Every agent: labs, version, host, last heartbeat, sets running, online or offline."""
     with reading(state.engine) as repo:
-        found = repo.list_agents()
+        found = repo.agents.list_agents()
     now, timeout = state.clock(), state.settings.health.heartbeat_timeout
     return {"agents": [agent_json(a, now, timeout) for a in found]}
 
@@ -59,7 +59,7 @@ def add_agent(state: StateDep, caller: AdminDep, body: AgentBody) -> dict[str, A
     """A new agent token bound to ``labs``: their sets are run by agents from now on."""
     now = state.clock()
     with transaction(state.engine) as repo:
-        agent, secret = repo.create_agent(body.name, body.labs, now=now, actor=caller.name)
+        agent, secret = repo.agents.create_agent(body.name, body.labs, now=now, actor=caller.name)
     shown = agent_json(agent, now, state.settings.health.heartbeat_timeout)
     return {**shown, "token": secret}
 
@@ -71,5 +71,5 @@ def revoke_agent(state: StateDep, caller: AdminDep, name: str) -> dict[str, Any]
     serves them."""
     now = state.clock()
     with transaction(state.engine) as repo:
-        agent = repo.revoke_agent(name, now=now, actor=caller.name)
+        agent = repo.agents.revoke_agent(name, now=now, actor=caller.name)
     return agent_json(agent, now, state.settings.health.heartbeat_timeout)

@@ -89,7 +89,7 @@ def refusal(user: User, job: JobView) -> str:
 
 
 def _picked(repo: Repository, query: JobQuery) -> list[JobView]:
-    return repo.load_jobs(repo.select_job_ids(query))
+    return repo.jobs.load_jobs(repo.jobs.select_job_ids(query))
 
 
 @router.post("/cancel", responses=answers(422))
@@ -107,7 +107,7 @@ def cancel_jobs(body: BulkCancel, app: StateDep, caller: UserDep) -> dict[str, A
                 if not job.state.is_final:
                     changed.append({"id": job.id, "cancelled": None})
             else:
-                count = repo.cancel_job(
+                count = repo.queue.cancel_job(
                     job.id, actor=caller.name, now=app.clock(), reason=body.reason
                 )
                 if count:
@@ -137,7 +137,9 @@ def change_priorities(body: BulkPriority, app: StateDep, caller: UserDep) -> dic
                 if any(s.spec.priority != wanted for s in _waiting(job)):
                     changed.append({"id": job.id, "sets": None})
             else:
-                sets = repo.change_priority(job.id, wanted, actor=caller.name, now=app.clock())
+                sets = repo.queue.change_priority(
+                    job.id, wanted, actor=caller.name, now=app.clock()
+                )
                 if sets:
                     changed.append({"id": job.id, "sets": len(sets)})
     if not body.dry_run:

@@ -69,10 +69,10 @@ def canonical_document(job: JobView) -> str:
 def job_source(job_id: RowId, app: StateDep, _: UserDep) -> Response:
     """The document the job was submitted as, in its own content type."""
     with reading(app.engine) as repo:
-        document = repo.job_source(job_id)
+        document = repo.sources.job_source(job_id)
         if document is None:
-            return Response(canonical_document(repo.load_job(job_id)), media_type=CANONICAL)
-        fmt = repo.load_job(job_id).source_format
+            return Response(canonical_document(repo.jobs.load_job(job_id)), media_type=CANONICAL)
+        fmt = repo.jobs.load_job(job_id).source_format
     return Response(document, media_type=media_type(fmt, document))
 
 
@@ -110,8 +110,8 @@ def clone_job(
     """Submit the job again as the caller's, recording what it was cloned from."""
     body = body or CloneBody()
     with reading(app.engine) as repo:
-        original = repo.load_job(job_id)
-        document = repo.job_source(job_id)
+        original = repo.jobs.load_job(job_id)
+        document = repo.sources.job_source(job_id)
     spec = changed(clone_spec(original, document, app.settings.limits), body)
     # a clone with changes is no longer its document: it keeps none, and shows its spec
     same = body == CloneBody()
@@ -124,7 +124,7 @@ def clone_job(
             now=app.clock(),
             source=document if same else None,
         )
-        repo.mark_clone(new_id, of=job_id)
+        repo.sources.mark_clone(new_id, of=job_id)
     tell(lambda: app.events.job_submitted(new_id))
     return {
         "id": new_id,

@@ -32,8 +32,8 @@ class ExtendBody(Body):
 def extend_job(job_id: RowId, body: ExtendBody, app: StateDep, caller: UserDep) -> dict[str, Any]:
     """Extend the max_time of the job's running sets by ``by`` seconds."""
     with transaction(app.engine) as repo:
-        require_job_change(caller, repo.load_job(job_id))
-        done = repo.extend_sets(
+        require_job_change(caller, repo.jobs.load_job(job_id))
+        done = repo.extensions.extend_sets(
             job_id,
             body.by,
             ceiling=app.settings.limits.max_extend,

@@ -140,17 +140,17 @@ def store_job(
     the systems to check it against, when the caller loaded them (the jobs of a run);
     ``origins`` where its parts came from in that document, for the line of a refusal.
     """
-    user = repo.get_user(caller.name)
+    user = repo.people.get_user(caller.name)
     group = spec.group
-    if group is not None and group in repo.list_groups() and not user.member_of(group):
+    if group is not None and group in repo.people.list_groups() and not user.member_of(group):
         raise ApiError(403, f"{user.name!r} is not a member of group {group!r}", place="group")
-    job_id = repo.submit_job(spec, owner=user.name, now=now, source_format=fmt, run_id=run_id)
+    job_id = repo.queue.submit_job(spec, owner=user.name, now=now, source_format=fmt, run_id=run_id)
     if source is not None:
-        repo.keep_source(job_id, source)
+        repo.sources.keep_source(job_id, source)
     admit_job(repo, job_id, spec)  # dependencies stored; a reject rule refuses it
     # a set no system can ever run is refused, and the transaction stores nothing
     if fleet is None:
-        fleet = Fleet.of(repo.list_systems(), repo.load_access_policy())
+        fleet = Fleet.of(repo.systems.list_systems(), repo.access.load_access_policy())
     refuse_unrunnable(spec, fleet, origins)
     return job_id
 
@@ -187,9 +187,9 @@ def list_jobs(
     """A page of jobs, newest first, and how many match in all; waiting ones say why."""
     query = JobQuery(owner, group, state, whiteboard, run, lab)
     with reading(app.engine) as repo:
-        total = repo.count_found(query)
-        page = repo.find_jobs(query, limit=limit, offset=offset)
-        runs = repo.run_names(j.id for j in page)
+        total = repo.jobs.count_found(query)
+        page = repo.jobs.find_jobs(query, limit=limit, offset=offset)
+        runs = repo.jobs.run_names(j.id for j in page)
     reasons = reasons_by_job(app.events.queue_view()) if page else {}
     now = app.clock()
     return {
@@ -206,14 +206,14 @@ def list_jobs(
 def show_job(job_id: RowId, app: StateDep, _: UserDep) -> dict[str, Any]:
     """A job with every set (retries included), recipe and task."""
     with reading(app.engine) as repo:
-        return job_json(repo.load_job(job_id))
+        return job_json(repo.jobs.load_job(job_id))
 
 
 @router.get("/{job_id}/history", responses=answers(404))
 def job_history(job_id: RowId, app: StateDep, _: UserDep) -> dict[str, Any]:
     """Every state each recipe went through, with when and why."""
     with reading(app.engine) as repo:
-        job = repo.load_job(job_id)
+        job = repo.jobs.load_job(job_id)
         recipes = [
             {
                 "id": recipe.id,
@@ -221,7 +221,7 @@ def job_history(job_id: RowId, app: StateDep, _: UserDep) -> dict[str, Any]:
                 "system": recipe.system,
                 "history": [
                     {"state": h.state.value, "at": h.at, "reason": h.reason}
-                    for h in repo.recipe_history(recipe.id)
+                    for h in repo.moves.recipe_history(recipe.id)
                 ],
             }
             for rset in job.sets
@@ -247,7 +247,7 @@ def job_results(
 ) -> Any:
     """Results of every recipe and task; ``?format=junit``: as JUnit XML, logs attached."""
     with reading(app.engine) as repo:
-        job = repo.load_job(job_id)
+        job = repo.jobs.load_job(job_id)
     if fmt == "junit":
         document = junit_xml(job, log_reader(app.settings.data_path()))
         return Response(document, media_type="application/xml")
@@ -261,10 +261,10 @@ def cancel_job(
     """Cancel every unfinished recipe (the owner, the job's group, admins); ``note`` says why
     nothing was cancelled (null when something was)."""
     with transaction(app.engine) as repo:
-        job = repo.load_job(job_id)
+        job = repo.jobs.load_job(job_id)
         require_job_change(caller, job)
         reason = None if body is None else body.reason
-        count = repo.cancel_job(job_id, actor=caller.name, now=app.clock(), reason=reason)
+        count = repo.queue.cancel_job(job_id, actor=caller.name, now=app.clock(), reason=reason)
     if count:
         tell(lambda: app.events.jobs_cancelled(job_id))
     note = None if count else f"{_ended_or_ending(job)}: nothing to cancel"
@@ -287,9 +287,9 @@ def change_priority(
     ``note`` says why no set changed (null when one did)."""
     wanted = Priority.parse(body.priority)
     with transaction(app.engine) as repo:
-        job = repo.load_job(job_id)
+        job = repo.jobs.load_job(job_id)
         _check_priority(job, wanted, caller)
-        changed = repo.change_priority(job_id, wanted, actor=caller.name, now=app.clock())
+        changed = repo.queue.change_priority(job_id, wanted, actor=caller.name, now=app.clock())
     if changed:
         tell(lambda: app.events.priority_changed(job_id))
     note = None if changed else _no_waiting_set(job)
@@ -321,8 +321,8 @@ def list_logs(job_id: RowId, app: StateDep, _: UserDep) -> dict[str, Any]:
     """Each recipe's archived log files, as paths relative to the data directory, and when
     retention deleted them (``logs_deleted_at``; null while they are kept)."""
     with reading(app.engine) as repo:
-        job = repo.load_job(job_id)
-        pruned = repo.prune_record(job_id)
+        job = repo.jobs.load_job(job_id)
+        pruned = repo.retention.prune_record(job_id)
     logs = log_files(job, app.settings.data_path())
     return {
         "id": job_id,
@@ -345,7 +345,7 @@ def get_log(
     if not wanted.is_relative_to(root):
         raise ApiError(403, "that path leads out of the data directory", place="path")
     with reading(app.engine) as repo:
-        job = repo.load_job(job_id)
+        job = repo.jobs.load_job(job_id)
     allowed = [Path(r.log_dir).resolve() for s in job.sets for r in s.recipes if r.log_dir]
     allowed += [
         Path(t.log_path).resolve()

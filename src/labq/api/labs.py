@@ -18,12 +18,12 @@ router = APIRouter(prefix="/labs", tags=["labs"])
 def list_labs(state: StateDep, _: UserDep) -> dict[str, Any]:
     """Every lab's name."""
     with reading(state.engine) as repo:
-        return {"labs": [{"name": name} for name in repo.list_labs()]}
+        return {"labs": [{"name": name} for name in repo.systems.list_labs()]}
 
 
 @router.post("", status_code=201, responses=answers(409))
 def add_lab(body: NameBody, state: StateDep, admin: AdminDep) -> dict[str, Any]:
     """Add a lab (admins)."""
     with transaction(state.engine) as repo:
-        lab_id = repo.add_lab(body.name, actor=admin.name, now=state.clock())
+        lab_id = repo.systems.add_lab(body.name, actor=admin.name, now=state.clock())
     return {"id": lab_id, "name": body.name}

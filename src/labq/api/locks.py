@@ -59,8 +59,8 @@ def acquire(state: StateDep, found: CredentialDep, body: AcquireBody) -> JSONRes
     wanted = _grants(state.settings.queue.lock_levels, body.locks)
     now = state.clock()
     with transaction(state.engine) as repo:
-        outcome = repo.acquire_locks(set_id, wanted, now=now, wait=body.wait, lab_lock=True)
-        held = repo.held_locks([set_id]).get(set_id, ())
+        outcome = repo.locks.acquire_locks(set_id, wanted, now=now, wait=body.wait, lab_lock=True)
+        held = repo.locks.held_locks([set_id]).get(set_id, ())
     if outcome.granted:
         tell(lambda: state.events.locks_changed(set_id))
         return JSONResponse({"set": set_id, "granted": True, "held": _grants_json(held)})
@@ -78,8 +78,8 @@ def release(state: StateDep, found: CredentialDep, body: ReleaseBody) -> dict[st
         raise ApiError(422, "name the locks to release, or say all: true", place="locks")
     grants = None if body.all else _grants(state.settings.queue.lock_levels, body.locks)
     with transaction(state.engine) as repo:
-        served = repo.release_locks(set_id, grants, now=state.clock())
-        held = repo.held_locks([set_id]).get(set_id, ())
+        served = repo.locks.release_locks(set_id, grants, now=state.clock())
+        held = repo.locks.held_locks([set_id]).get(set_id, ())
     for changed in [set_id, *served]:
         tell(functools.partial(state.events.locks_changed, changed))
     return {"set": set_id, "held": _grants_json(held), "served": served}
@@ -89,8 +89,8 @@ def release(state: StateDep, found: CredentialDep, body: ReleaseBody) -> dict[st
 def list_locks(state: StateDep, _: UserDep) -> dict[str, Any]:
     """Who holds which lock, and who waits, first come first."""
     with reading(state.engine) as repo:
-        held = repo.held_locks()
-        waits = repo.lock_waits(now=state.clock())
+        held = repo.locks.held_locks()
+        waits = repo.locks.lock_waits(now=state.clock())
     return {
         "held": [
             {"set": set_id, **_grant_json(grant)}

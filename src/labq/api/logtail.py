@@ -70,7 +70,7 @@ async def tail_log(
 
 def _resolve(app: AppState, job_id: int, name: str | None) -> LogTarget:
     with reading(app.engine) as repo:
-        job = repo.load_job(job_id)
+        job = repo.jobs.load_job(job_id)
     data_dir = app.settings.data_path()
     if name is not None:
         return find_log(job, data_dir, name)

@@ -84,10 +84,10 @@ def add_webhook(body: WebhookBody, app: StateDep, caller: UserDep) -> dict[str, 
     url = check_url(body.url)
     secret = new_secret()
     with transaction(app.engine) as repo:
-        hook_id = repo.add_webhook(
+        hook_id = repo.notices.add_webhook(
             url, secret, user=user, group=body.group, actor=caller.name, now=app.clock()
         )
-        hook = repo.get_webhook(hook_id)
+        hook = repo.notices.get_webhook(hook_id)
     return {**webhook_json(hook), "secret": secret}
 
 
@@ -95,7 +95,7 @@ def add_webhook(body: WebhookBody, app: StateDep, caller: UserDep) -> dict[str, 
 def list_webhooks(app: StateDep, caller: UserDep) -> dict[str, Any]:
     """The caller's webhooks and its groups' (an admin's: every one)."""
     with reading(app.engine) as repo:
-        hooks = repo.list_webhooks()
+        hooks = repo.notices.list_webhooks()
     mine = [h for h in hooks if may_manage(caller, h.user, h.group)]
     return {"webhooks": [webhook_json(h) for h in mine]}
 
@@ -104,10 +104,10 @@ def list_webhooks(app: StateDep, caller: UserDep) -> dict[str, Any]:
 def remove_webhook(hook_id: RowId, app: StateDep, caller: UserDep) -> dict[str, Any]:
     """Remove a webhook; notifications still owed to it fail."""
     with transaction(app.engine) as repo:
-        hook = repo.get_webhook(hook_id)
+        hook = repo.notices.get_webhook(hook_id)
         if not may_manage(caller, hook.user, hook.group):
             raise ApiError(403, f"{caller.name!r} may not remove webhook {hook_id}")
-        repo.remove_webhook(hook_id, actor=caller.name, now=app.clock())
+        repo.notices.remove_webhook(hook_id, actor=caller.name, now=app.clock())
     return {"id": hook_id, "removed": True}
 
 
@@ -116,8 +116,8 @@ def job_notifications(job_id: RowId, app: StateDep, caller: UserDep) -> dict[str
     """What the job's end sent: each email and webhook POST, its state, tries and last error
     (the owner, its group's members and admins)."""
     with reading(app.engine) as repo:
-        job = repo.load_job(job_id)
+        job = repo.jobs.load_job(job_id)
         if not may_change_job(caller, job):
             raise ApiError(403, f"job {job_id} is not {caller.name!r}'s to read notifications of")
-        items = repo.job_notifications(job_id)
+        items = repo.notices.job_notifications(job_id)
     return {"id": job_id, "notifications": [notification_json(i) for i in items]}

@@ -80,7 +80,7 @@ def _for_whom(caller: User, wanted: str | None) -> str:
 def list_users(state: StateDep, _: UserDep) -> dict[str, Any]:
     """Every user with their groups."""
     with reading(state.engine) as repo:
-        return {"users": [user_json(u) for u in repo.list_users()]}
+        return {"users": [user_json(u) for u in repo.people.list_users()]}
 
 
 @users.get("/me")
@@ -93,8 +93,8 @@ def me(user: UserDep) -> dict[str, Any]:
 def add_user(body: UserBody, state: StateDep, admin: AdminDep) -> dict[str, Any]:
     """Add a user (admins)."""
     with transaction(state.engine) as repo:
-        repo.add_user(body.name, actor=admin.name, now=state.clock(), admin=body.admin)
-        added = repo.get_user(body.name)
+        repo.people.add_user(body.name, actor=admin.name, now=state.clock(), admin=body.admin)
+        added = repo.people.get_user(body.name)
     return user_json(added)
 
 
@@ -102,8 +102,8 @@ def add_user(body: UserBody, state: StateDep, admin: AdminDep) -> dict[str, Any]
 def list_groups(state: StateDep, _: UserDep) -> dict[str, Any]:
     """Every group with its members (everyone is in ``everybody`` without being listed)."""
     with reading(state.engine) as repo:
-        names = repo.list_groups()
-        people = repo.list_users()
+        names = repo.people.list_groups()
+        people = repo.people.list_users()
     return {
         "groups": [{"name": g, "members": [u.name for u in people if g in u.groups]} for g in names]
     }
@@ -113,7 +113,7 @@ def list_groups(state: StateDep, _: UserDep) -> dict[str, Any]:
 def add_group(body: NameBody, state: StateDep, admin: AdminDep) -> dict[str, Any]:
     """Add a group (admins)."""
     with transaction(state.engine) as repo:
-        group_id = repo.add_group(body.name, actor=admin.name, now=state.clock())
+        group_id = repo.people.add_group(body.name, actor=admin.name, now=state.clock())
     return {"id": group_id, "name": body.name, "members": []}
 
 
@@ -121,7 +121,7 @@ def add_group(body: NameBody, state: StateDep, admin: AdminDep) -> dict[str, Any
 def add_member(group: str, body: MemberBody, state: StateDep, admin: AdminDep) -> dict[str, Any]:
     """Put a user in a group (admins)."""
     with transaction(state.engine) as repo:
-        changed = repo.add_member(body.user, group, actor=admin.name, now=state.clock())
+        changed = repo.people.add_member(body.user, group, actor=admin.name, now=state.clock())
     return {"group": group, "user": body.user, "changed": changed}
 
 
@@ -129,7 +129,7 @@ def add_member(group: str, body: MemberBody, state: StateDep, admin: AdminDep) -
 def remove_member(group: str, user: str, state: StateDep, admin: AdminDep) -> dict[str, Any]:
     """Take a user out of a group (admins)."""
     with transaction(state.engine) as repo:
-        changed = repo.remove_member(user, group, actor=admin.name, now=state.clock())
+        changed = repo.people.remove_member(user, group, actor=admin.name, now=state.clock())
     return {"group": group, "user": user, "changed": changed}
 
 
@@ -138,7 +138,7 @@ def list_tokens(state: StateDep, caller: UserDep, user: str | None = None) -> di
     """Your tokens (admins: ``?user=``), revoked and expired ones included."""
     whose = _for_whom(caller, user)
     with reading(state.engine) as repo:
-        return {"tokens": [token_json(t) for t in repo.list_tokens(whose)]}
+        return {"tokens": [token_json(t) for t in repo.tokens.list_tokens(whose)]}
 
 
 @tokens.post("", status_code=201, responses=answers(404))
@@ -148,7 +148,7 @@ def create_token(body: TokenBody, state: StateDep, caller: UserDep) -> dict[str,
     now = state.clock()
     expires = None if body.expires_in is None else now + timedelta(seconds=body.expires_in)
     with transaction(state.engine) as repo:
-        token_id, secret = repo.create_token(
+        token_id, secret = repo.tokens.create_token(
             whose, body.name, now=now, expires_at=expires, actor=caller.name
         )
     return {
@@ -164,8 +164,8 @@ def create_token(body: TokenBody, state: StateDep, caller: UserDep) -> dict[str,
 def revoke_token(token_id: RowId, state: StateDep, caller: UserDep) -> dict[str, Any]:
     """Revoke a token for good: your own, or (admins) anyone's."""
     with transaction(state.engine) as repo:
-        owner = repo.token_owner(token_id)
+        owner = repo.tokens.token_owner(token_id)
         if owner != caller.name:
             require_admin(caller)
-        changed = repo.revoke_token(token_id, actor=caller.name, now=state.clock())
+        changed = repo.tokens.revoke_token(token_id, actor=caller.name, now=state.clock())
     return {"id": token_id, "revoked": True, "changed": changed}

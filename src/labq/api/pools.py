@@ -36,10 +36,10 @@ class RuleBody(Body):
 def list_pools(state: StateDep, _: UserDep) -> dict[str, Any]:
     """Every pool with its systems and rules; ``restricted``: only its rules count."""
     with reading(state.engine) as repo:
-        names = repo.list_pools()
-        policy = repo.load_access_policy()
+        names = repo.access.list_pools()
+        policy = repo.access.load_access_policy()
         members: dict[str, list[str]] = {name: [] for name in names}
-        for system in repo.list_systems():
+        for system in repo.systems.list_systems():
             for pool in system.pools:
                 members[pool].append(system.fqdn)
     return {
@@ -59,7 +59,7 @@ def list_pools(state: StateDep, _: UserDep) -> dict[str, Any]:
 def add_pool(body: NameBody, state: StateDep, admin: AdminDep) -> dict[str, Any]:
     """Add a pool, open to every group until its first rule (admins)."""
     with transaction(state.engine) as repo:
-        pool_id = repo.add_pool(body.name, actor=admin.name, now=state.clock())
+        pool_id = repo.access.add_pool(body.name, actor=admin.name, now=state.clock())
     return {"id": pool_id, "name": body.name}
 
 
@@ -67,7 +67,7 @@ def add_pool(body: NameBody, state: StateDep, admin: AdminDep) -> dict[str, Any]
 def add_to_pool(pool: str, body: MemberBody, state: StateDep, admin: AdminDep) -> dict[str, Any]:
     """Put a system in the pool (admins)."""
     with transaction(state.engine) as repo:
-        changed = repo.add_to_pool(body.fqdn, pool, actor=admin.name, now=state.clock())
+        changed = repo.access.add_to_pool(body.fqdn, pool, actor=admin.name, now=state.clock())
     if changed:
         tell(state.events.access_changed)
     return {"pool": pool, "fqdn": body.fqdn, "changed": changed}
@@ -77,7 +77,7 @@ def add_to_pool(pool: str, body: MemberBody, state: StateDep, admin: AdminDep) -
 def remove_from_pool(pool: str, fqdn: str, state: StateDep, admin: AdminDep) -> dict[str, Any]:
     """Take a system out of the pool (admins)."""
     with transaction(state.engine) as repo:
-        changed = repo.remove_from_pool(fqdn, pool, actor=admin.name, now=state.clock())
+        changed = repo.access.remove_from_pool(fqdn, pool, actor=admin.name, now=state.clock())
     if changed:
         tell(state.events.access_changed)
     return {"pool": pool, "fqdn": fqdn, "changed": changed}
@@ -89,7 +89,7 @@ def set_rule(
 ) -> dict[str, Any]:
     """Let ``group`` use the pool up to ``max_priority``, replacing its rule there (admins)."""
     with transaction(state.engine) as repo:
-        repo.allow(
+        repo.access.allow(
             pool, group, Priority.parse(body.max_priority), actor=admin.name, now=state.clock()
         )
     tell(state.events.access_changed)
@@ -100,7 +100,7 @@ def set_rule(
 def revoke_rule(pool: str, group: str, state: StateDep, admin: AdminDep) -> dict[str, Any]:
     """Remove ``group``'s rule on the pool; the pool stays restricted (admins)."""
     with transaction(state.engine) as repo:
-        changed = repo.revoke(pool, group, actor=admin.name, now=state.clock())
+        changed = repo.access.revoke(pool, group, actor=admin.name, now=state.clock())
     if changed:
         tell(state.events.access_changed)
     return {"pool": pool, "group": group, "changed": changed}

@@ -29,7 +29,7 @@ def queue(
     job's owner, group, whiteboard and run; what it waits for in plain words (``reason``)."""
     view = app.events.queue_view()
     with reading(app.engine) as repo:
-        labels = repo.job_labels(row.job_id for row in view)
+        labels = repo.jobs.job_labels(row.job_id for row in view)
     rows = queue_rows(
         view, labels, owner=owner, group=group, lab=lab, state=state, whiteboard=whiteboard, run=run
     )

@@ -67,7 +67,7 @@ def reservation_json(found: ReservationView) -> dict[str, Any]:
 def list_reservations(state: StateDep, _: UserDep) -> dict[str, Any]:
     """Every open reservation and loan, by system."""
     with reading(state.engine) as repo:
-        found = repo.open_reservations()
+        found = repo.reservations.open_reservations()
     return {"reservations": [reservation_json(r) for r in found.values()]}
 
 
@@ -94,8 +94,8 @@ def reserve_system(
         }
     )
     with transaction(state.engine) as repo:
-        system = repo.get_system(fqdn)  # 404 for an unknown system
-        held = repo.reservation_of(system.fqdn)
+        system = repo.systems.get_system(fqdn)  # 404 for an unknown system
+        held = repo.reservations.reservation_of(system.fqdn)
         if held is not None:
             raise ConflictError(f"{fqdn} is already {describe(held)}")
         job_id = store_job(repo, caller, spec, "native", now=state.clock())
@@ -109,8 +109,8 @@ def loan_system(fqdn: str, body: LoanBody, state: StateDep, admin: AdminDep) -> 
     now = state.clock()
     until = None if body.seconds is None else now + timedelta(seconds=body.seconds)
     with transaction(state.engine) as repo:
-        repo.get_user(body.to)  # 404 for an unknown user
-        found = repo.reserve_system(
+        repo.people.get_user(body.to)  # 404 for an unknown user
+        found = repo.reservations.reserve_system(
             fqdn, body.to, kind=LOAN, actor=admin.name, now=now, until=until, reason=body.reason
         )
     tell(lambda: state.events.reservation_changed(fqdn))
@@ -122,11 +122,11 @@ def release_system(fqdn: str, state: StateDep, caller: UserDep) -> dict[str, Any
     """End the system's reservation or loan (its holder or an admin)."""
     now: datetime = state.clock()
     with transaction(state.engine) as repo:
-        held = repo.reservation_of(repo.get_system(fqdn).fqdn)
+        held = repo.reservations.reservation_of(repo.systems.get_system(fqdn).fqdn)
         if held is None:
             raise ConflictError(f"{fqdn} is neither reserved nor loaned")
         if held.holder != caller.name and not caller.admin:
             raise ApiError(403, f"{fqdn} is {describe(held)}: only they or an admin may release it")
-        repo.release_reservation(fqdn, actor=caller.name, now=now, reason="released")
+        repo.reservations.release_reservation(fqdn, actor=caller.name, now=now, reason="released")
     tell(lambda: state.events.reservation_changed(fqdn))
     return {**reservation_json(held), "released": True}

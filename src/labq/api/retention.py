@@ -22,9 +22,9 @@ def job_retention(job_id: RowId, app: StateDep, _: UserDep) -> dict[str, Any]:
     """The job's retention tag and its lifetime; when its logs expire, or were deleted."""
     settings = app.settings.retention
     with reading(app.engine) as repo:
-        ended = repo.job_ended_at(job_id)
-        job = repo.load_job(job_id)
-        record = repo.prune_record(job_id)
+        ended = repo.retention.job_ended_at(job_id)
+        job = repo.jobs.load_job(job_id)
+        record = repo.retention.prune_record(job_id)
     tag = job_tag(job.spec.metadata, settings.default)
     return {
         "id": job_id,

@@ -78,9 +78,9 @@ def submit_run(body: RunBody, app: StateDep, caller: UserDep) -> dict[str, Any]:
         specs.append((pin_ref(spec), fmt, origins))
     now = app.clock()
     with transaction(app.engine) as repo:
-        run_id = repo.create_run(body.name, owner=caller.name, now=now, meta=body.metadata)
+        run_id = repo.runs.create_run(body.name, owner=caller.name, now=now, meta=body.metadata)
         # storing a job changes no system or pool: every job is checked against one load
-        fleet = Fleet.of(repo.list_systems(), repo.load_access_policy())
+        fleet = Fleet.of(repo.systems.list_systems(), repo.access.load_access_policy())
         ids = [
             _store_named(repo, caller, doc, spec, fmt, origins, now=now, run_id=run_id, fleet=fleet)
             for doc, (spec, fmt, origins) in zip(body.jobs, specs, strict=True)
@@ -130,8 +130,8 @@ def list_runs(
 ) -> dict[str, Any]:
     """A page of runs, newest first, each with its counts."""
     with reading(app.engine) as repo:
-        total = repo.count_runs()
-        runs = repo.list_runs(limit=limit, offset=offset)
+        total = repo.runs.count_runs()
+        runs = repo.runs.list_runs(limit=limit, offset=offset)
     return {
         "total": total,
         "limit": limit,
@@ -144,7 +144,7 @@ def list_runs(
 def show_run(name: str, app: StateDep, _: UserDep) -> dict[str, Any]:
     """A run with its counts and every job in it."""
     with reading(app.engine) as repo:
-        run = repo.load_run(name)
+        run = repo.runs.load_run(name)
     return {**summary_json(run.summary), "jobs": [job_summary(j) for j in run.jobs]}
 
 
@@ -156,10 +156,10 @@ def cancel_run(
     says why nothing was cancelled (null when something was)."""
     reason = None if body is None else body.reason
     with transaction(app.engine) as repo:
-        for job in repo.load_run(name).jobs:
+        for job in repo.runs.load_run(name).jobs:
             if not job.state.is_final:
                 require_job_change(caller, job)
-        done = repo.cancel_run(name, actor=caller.name, now=app.clock(), reason=reason)
+        done = repo.runs.cancel_run(name, actor=caller.name, now=app.clock(), reason=reason)
     for job_id in done:
         tell(partial(app.events.jobs_cancelled, job_id))
     note = None

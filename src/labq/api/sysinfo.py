@@ -22,8 +22,8 @@ def systems_summary(state: StateDep, _: UserDep, lab: str | None = None) -> dict
     """How many systems each lab (optionally one) and pool has idle, held, running, broken,
     manual and reserved; removed systems are left out."""
     with reading(state.engine) as repo:
-        systems = repo.list_systems(lab=lab)
-        reserved = frozenset(repo.open_reservations())
+        systems = repo.systems.list_systems(lab=lab)
+        reserved = frozenset(repo.reservations.open_reservations())
     return {"columns": ["total", *COLUMNS], "labs": summarise(systems, reserved)}
 
 
@@ -33,5 +33,5 @@ def system_properties(state: StateDep, _: UserDep) -> dict[str, Any]:
     system (``builtin``): a host requirement on any other can match no system.
     ``labq validate`` warns about them."""
     with reading(state.engine) as repo:
-        known = recorded(s.facts() for s in repo.list_systems())
+        known = recorded(s.facts() for s in repo.systems.list_systems())
     return {"recorded": sorted(known), "builtin": sorted(BUILTIN)}

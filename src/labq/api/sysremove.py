@@ -33,10 +33,10 @@ def remove_system(
     """Mark a system removed (admins); 409 while it serves a recipe, unless ``force``."""
     asked = body or RemoveBody()
     with transaction(state.engine) as repo:
-        done = repo.remove_system(
+        done = repo.system_edits.remove_system(
             fqdn, actor=admin.name, now=state.clock(), force=asked.force, reason=asked.reason
         )
-        system = repo.get_system(fqdn)
+        system = repo.systems.get_system(fqdn)
     if done.changed:
         tell(lambda: state.events.condition_changed(fqdn))
     return {

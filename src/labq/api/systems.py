@@ -140,11 +140,11 @@ def list_systems(
 ) -> dict[str, Any]:
     """Systems by fqdn, optionally only one lab's or one pool's."""
     with reading(state.engine) as repo:
-        held = repo.open_reservations()
+        held = repo.reservations.open_reservations()
         return {
             "systems": [
                 {**system_json(s), "reservation": _held(held.get(s.fqdn))}
-                for s in repo.list_systems(lab=lab, pool=pool)
+                for s in repo.systems.list_systems(lab=lab, pool=pool)
             ]
         }
 
@@ -153,8 +153,8 @@ def list_systems(
 def show_system(fqdn: str, state: StateDep, _: UserDep) -> dict[str, Any]:
     """One system, with the reason its condition was last set."""
     with reading(state.engine) as repo:
-        shown = system_json(repo.get_system(fqdn), repo.condition_reason(fqdn))
-        return {**shown, "reservation": _held(repo.reservation_of(fqdn))}
+        shown = system_json(repo.systems.get_system(fqdn), repo.systems.condition_reason(fqdn))
+        return {**shown, "reservation": _held(repo.reservations.reservation_of(fqdn))}
 
 
 def _held(found: ReservationView | None) -> dict[str, Any] | None:
@@ -166,8 +166,8 @@ def _held(found: ReservationView | None) -> dict[str, Any] | None:
 def usage_history(fqdn: str, state: StateDep, _: UserDep) -> dict[str, Any]:
     """Every usage and condition the system went through, oldest first (epoch seconds)."""
     with reading(state.engine) as repo:
-        rows = repo.usage_history(fqdn)
-        changes = repo.system_changes(fqdn)
+        rows = repo.systems.usage_history(fqdn)
+        changes = repo.system_edits.system_changes(fqdn)
     return {
         "fqdn": fqdn,
         "changes": [change_json(c) for c in changes],
@@ -197,9 +197,9 @@ def add_system(body: SystemBody, state: StateDep, admin: AdminDep) -> dict[str, 
         condition=Condition(body.condition),
     )
     with transaction(state.engine) as repo:
-        repo.add_system(system, actor=admin.name, now=state.clock())
-        added = repo.get_system(body.fqdn)
-        by_agent = body.lab in repo.agent_labs()
+        repo.systems.add_system(system, actor=admin.name, now=state.clock())
+        added = repo.systems.get_system(body.fqdn)
+        by_agent = body.lab in repo.agents.agent_labs()
     tell(lambda: state.events.system_added(body.fqdn))
     return {**system_json(added), "runs_on": runs_on(state.settings, added, by_agent=by_agent)}
 
@@ -232,10 +232,10 @@ def set_condition(
 ) -> dict[str, Any]:
     """Change a system's condition, with a reason (admins)."""
     with transaction(state.engine) as repo:
-        changed = repo.set_condition(
+        changed = repo.systems.set_condition(
             fqdn, Condition(body.condition), now=state.clock(), actor=admin.name, reason=body.reason
         )
-        system = repo.get_system(fqdn)
+        system = repo.systems.get_system(fqdn)
     if changed:
         tell(lambda: state.events.condition_changed(fqdn))
     return {**system_json(system, body.reason), "changed": changed}
@@ -257,12 +257,12 @@ def change_system(fqdn: str, body: SystemPatch, state: StateDep, admin: AdminDep
         raise InputError("nothing to change: send inventory, lab, arch, attributes or pools")
     with transaction(state.engine) as repo:
         fields = [] if inventory is None else ["inventory"]
-        if inventory is not None and not repo.set_inventory(
+        if inventory is not None and not repo.systems.set_inventory(
             fqdn, inventory, actor=admin.name, now=state.clock()
         ):
             fields = []
-        fields += repo.edit_system(fqdn, actor=admin.name, now=state.clock(), **edits)
-        system = repo.get_system(fqdn)
+        fields += repo.system_edits.edit_system(fqdn, actor=admin.name, now=state.clock(), **edits)
+        system = repo.systems.get_system(fqdn)
     if fields:  # its facts changed, so may the classes it meets: as a pool change does
         tell(state.events.access_changed)
     return {**system_json(system), "changed": bool(fields), "fields": fields}

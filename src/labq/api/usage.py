@@ -54,7 +54,7 @@ def row_json(row: UsageRow) -> dict[str, Any]:
 def usage_report(state: StateDep, by: By, start: datetime, end: datetime) -> list[UsageRow]:
     """The rows for one window (shared with the UI page)."""
     with reading(state.engine) as repo:
-        found = repo.accounting_records(start, end)
+        found = repo.accounting.accounting_records(start, end)
     return report(by, found.served, found.busy, found.ended, found.started, found.pools)
 
 

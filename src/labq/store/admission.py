@@ -25,6 +25,7 @@ from labq.domain import filters
 from labq.domain.dependencies import Dependency, Edge, find_cycle, states_text, verdict
 from labq.domain.states import FINAL_RECIPE_STATES, RecipeState
 from labq.errors import InputError, NotFoundError
+from labq.store.base import Db
 from labq.store.columns import values_of
 from labq.store.jobstate import job_states
 from labq.store.moves import RecipeMoves
@@ -70,8 +71,13 @@ class PauseView:
     paused_by: str | None
 
 
-class AdmissionStore(RecipeMoves):
+class AdmissionStore:
     """Dependencies, filters, pauses, and what they mean for a job's sets."""
+
+    def __init__(self, db: Db, moves: RecipeMoves) -> None:
+        self.db = db
+        self.conn = db.conn
+        self.moves = moves
 
     # --- dependencies -------------------------------------------------------------
 
@@ -82,7 +88,7 @@ class AdmissionStore(RecipeMoves):
         job that already ended in a state the dependency does not accept, and
         anything that would close a cycle. Nothing is stored if one is refused.
         """
-        with self.atomic():
+        with self.db.atomic():
             edges: list[Edge] = []
             for index, dependency in enumerate(depends):
                 place = f"depends[{index}]"
@@ -215,7 +221,7 @@ class AdmissionStore(RecipeMoves):
         The reason goes into each recipe's history, the set's error and the activity log.
         """
         touched: list[int] = []
-        with self.atomic():
+        with self.db.atomic():
             jobs: set[int] = set()
             for set_id in sorted(set(set_ids)):
                 rows = self.conn.execute(
@@ -228,7 +234,7 @@ class AdmissionStore(RecipeMoves):
                     .order_by(Recipes.id)
                 ).all()
                 moved = [
-                    self.move_recipe(rid, RecipeState.CANCELLED, now=now, reason=reason)
+                    self.moves.move_recipe(rid, RecipeState.CANCELLED, now=now, reason=reason)
                     for rid, _ in rows
                 ]
                 if any(moved):
@@ -238,7 +244,7 @@ class AdmissionStore(RecipeMoves):
                         update(RecipeSets).where(RecipeSets.id == set_id).values(error=reason)
                     )
             for job_id in sorted(jobs):
-                self._log(now, actor, "job", "cancel", object_id=job_id, reason=reason)
+                self.db.log(now, actor, "job", "cancel", object_id=job_id, reason=reason)
         return touched
 
     # --- filter rules -----------------------------------------------------------------
@@ -259,7 +265,7 @@ class AdmissionStore(RecipeMoves):
             filters.check_rule(action, rate, priority)
         except filters.FilterError as exc:
             raise InputError(str(exc), place="rate" if "rate" in str(exc) else "action") from None
-        with self.atomic():
+        with self.db.atomic():
             filter_id = self.conn.execute(
                 insert(Filters)
                 .values(
@@ -268,13 +274,13 @@ class AdmissionStore(RecipeMoves):
                     rate=rate,
                     predicates=[p.to_native() for p in predicates],
                     comment=comment,
-                    created_by=self._user_id(actor),
+                    created_by=self.db.user_id(actor),
                     created_at=now,
                 )
                 .returning(Filters.id)
             ).scalar_one()
             rule = filters.Rule(filter_id, priority, action, tuple(predicates), rate, comment)
-            self._log(now, actor, "filter", "add", object_id=filter_id, new=_summary(rule))
+            self.db.log(now, actor, "filter", "add", object_id=filter_id, new=_summary(rule))
         return rule
 
     def list_filters(self) -> list[FilterView]:
@@ -293,13 +299,13 @@ class AdmissionStore(RecipeMoves):
 
     def delete_filter(self, filter_id: int, *, actor: str, now: datetime) -> filters.Rule:
         """Remove a filter rule; returns it (NotFoundError when there is none)."""
-        with self.atomic():
+        with self.db.atomic():
             row = self.conn.execute(select(Filters).where(Filters.id == filter_id)).one_or_none()
             if row is None:
                 raise NotFoundError(f"no filter {filter_id}")
             rule = _rule(row)
             self.conn.execute(delete(Filters).where(Filters.id == filter_id))
-            self._log(now, actor, "filter", "delete", object_id=filter_id, old=_summary(rule))
+            self.db.log(now, actor, "filter", "delete", object_id=filter_id, old=_summary(rule))
         return rule
 
     # --- paused lab queues -------------------------------------------------------------
@@ -316,8 +322,8 @@ class AdmissionStore(RecipeMoves):
         """Pause a lab's queue (again: the new end and reason replace the old)."""
         if until is not None and until <= now:
             raise InputError("the pause must end in the future", place="until")
-        with self.atomic():
-            lab_id = self._lab_id(lab)
+        with self.db.atomic():
+            lab_id = self.db.lab_id(lab)
             self.conn.execute(delete(LabPauses).where(LabPauses.lab_id == lab_id))
             self.conn.execute(
                 insert(LabPauses).values(
@@ -325,20 +331,20 @@ class AdmissionStore(RecipeMoves):
                     since=now,
                     until=until,
                     reason=reason,
-                    paused_by=self._user_id(actor),
+                    paused_by=self.db.user_id(actor),
                 )
             )
-            self._log(now, actor, "lab", "pause", name=lab, new=until, reason=reason)
+            self.db.log(now, actor, "lab", "pause", name=lab, new=until, reason=reason)
         return PauseView(lab, now, None if until is None else until.astimezone(UTC), reason, actor)
 
     def resume_queue(self, lab: str, *, actor: str, now: datetime) -> bool:
         """Resume a lab's queue; False when it was not paused."""
-        with self.atomic():
-            lab_id = self._lab_id(lab)
+        with self.db.atomic():
+            lab_id = self.db.lab_id(lab)
             gone = self.conn.execute(delete(LabPauses).where(LabPauses.lab_id == lab_id))
             if gone.rowcount == 0:
                 return False
-            self._log(now, actor, "lab", "resume", name=lab)
+            self.db.log(now, actor, "lab", "resume", name=lab)
         return True
 
     def list_pauses(self, *, now: datetime | None = None) -> list[PauseView]:
@@ -355,7 +361,7 @@ class AdmissionStore(RecipeMoves):
 
     def expire_pauses(self, now: datetime) -> list[str]:
         """Remove the pauses that have run out by ``now``; returns their labs."""
-        with self.atomic():
+        with self.db.atomic():
             rows = self.conn.execute(
                 select(LabPauses.lab_id, Labs.name)
                 .join(Labs, Labs.id == LabPauses.lab_id)
@@ -366,7 +372,7 @@ class AdmissionStore(RecipeMoves):
                 ids = [lab_id for lab_id, _ in rows]
                 self.conn.execute(delete(LabPauses).where(LabPauses.lab_id.in_(ids)))
                 for _, name in rows:
-                    self._log(now, "scheduler", "lab", "resume", name=name, reason="pause ended")
+                    self.db.log(now, "scheduler", "lab", "resume", name=name, reason="pause ended")
         return [name for _, name in rows]
 
     def next_pause_end(self) -> datetime | None:

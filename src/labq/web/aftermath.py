@@ -35,9 +35,9 @@ def job_aftermath(app: AppState, reader: User, job: JobView) -> Aftermath:
     settings = app.settings.retention
     tag = job_tag(job.spec.metadata, settings.default)
     with reading(app.engine) as repo:
-        ended = repo.job_ended_at(job.id)
-        record = repo.prune_record(job.id)
-        notes = repo.job_notifications(job.id) if may_change_job(reader, job) else None
+        ended = repo.retention.job_ended_at(job.id)
+        record = repo.retention.prune_record(job.id)
+        notes = repo.notices.job_notifications(job.id) if may_change_job(reader, job) else None
     return Aftermath(
         tag=tag,
         lifetime_days=settings.tags.get(tag),

@@ -53,7 +53,7 @@ def queue_rows(app: AppState, filters: QueueFilters | None = None) -> list[dict[
     """The queue as the scheduler sees it now, with owner, whiteboard and run, filtered."""
     view = app.events.queue_view()
     with reading(app.engine) as repo:
-        labels = repo.job_labels(row.job_id for row in view)
+        labels = repo.jobs.job_labels(row.job_id for row in view)
     given = (filters or QueueFilters()).given()
     state = given.pop("state", None)
     states = {s.value: s for s in RecipeState}
