@@ -23,7 +23,8 @@ from labq.api.schemas import INT4_MAX, INTEGRAL, NO_NUL, Body, Name, Reason, Row
 from labq.domain import filters
 from labq.domain.job import JobSpec
 from labq.store import Repository, reading, transaction
-from labq.store.admission import FilterView, PauseView
+from labq.store.filters import FilterView
+from labq.store.pauses import PauseView
 
 router = APIRouter(prefix="/filters", tags=["filters"])
 pauses = APIRouter(prefix="/queue", tags=["queue"])
@@ -67,7 +68,7 @@ class ResumeBody(Body):
 def list_filters(app: StateDep, _: UserDep) -> dict[str, Any]:
     """Every rule, in the order they are tried (priority, then id)."""
     with reading(app.engine) as repo:
-        return {"filters": [filter_json(f) for f in repo.admission.list_filters()]}
+        return {"filters": [filter_json(f) for f in repo.filters.list_filters()]}
 
 
 @router.post("", status_code=201)
@@ -85,7 +86,7 @@ def add_filter(body: FilterBody, app: StateDep, admin: AdminDep) -> dict[str, An
     except filters.FilterError as exc:
         raise ApiError(422, f"rate: {exc}", place="rate") from None
     with transaction(app.engine) as repo:
-        rule = repo.admission.add_filter(
+        rule = repo.filters.add_filter(
             action=body.action,
             rate=body.rate,
             priority=body.priority,
@@ -94,7 +95,7 @@ def add_filter(body: FilterBody, app: StateDep, admin: AdminDep) -> dict[str, An
             actor=admin.name,
             now=app.clock(),
         )
-        view = next(f for f in repo.admission.list_filters() if f.rule.id == rule.id)
+        view = next(f for f in repo.filters.list_filters() if f.rule.id == rule.id)
     tell(app.events.filters_changed)
     return filter_json(view)
 
@@ -103,7 +104,7 @@ def add_filter(body: FilterBody, app: StateDep, admin: AdminDep) -> dict[str, An
 def delete_filter(filter_id: RowId, app: StateDep, admin: AdminDep) -> dict[str, Any]:
     """Remove a rule (admins); the sets it held are judged again."""
     with transaction(app.engine) as repo:
-        repo.admission.delete_filter(filter_id, actor=admin.name, now=app.clock())
+        repo.filters.delete_filter(filter_id, actor=admin.name, now=app.clock())
     tell(app.events.filters_changed)
     return {"id": filter_id, "deleted": True}
 
@@ -139,7 +140,7 @@ def admit_job(repo: Repository, job_id: int, spec: JobSpec) -> None:
 def list_pauses(app: StateDep, _: UserDep) -> dict[str, Any]:
     """The labs whose queue is paused now."""
     with reading(app.engine) as repo:
-        return {"pauses": [pause_json(p) for p in repo.admission.list_pauses(now=app.clock())]}
+        return {"pauses": [pause_json(p) for p in repo.pauses.list_pauses(now=app.clock())]}
 
 
 @pauses.post("/pause", responses=answers(404))
@@ -148,7 +149,7 @@ def pause_queue(body: PauseBody, app: StateDep, admin: AdminDep) -> dict[str, An
     now = app.clock()
     until = _until(body, now)
     with transaction(app.engine) as repo:
-        view = repo.admission.pause_queue(
+        view = repo.pauses.pause_queue(
             body.lab, until=until, reason=body.reason, actor=admin.name, now=now
         )
     tell(lambda: app.events.pause_changed(body.lab))
@@ -159,7 +160,7 @@ def pause_queue(body: PauseBody, app: StateDep, admin: AdminDep) -> dict[str, An
 def resume_queue(body: ResumeBody, app: StateDep, admin: AdminDep) -> dict[str, Any]:
     """Let a lab's queue move again (admins); ``resumed`` is false when it was not paused."""
     with transaction(app.engine) as repo:
-        resumed = repo.admission.resume_queue(body.lab, actor=admin.name, now=app.clock())
+        resumed = repo.pauses.resume_queue(body.lab, actor=admin.name, now=app.clock())
     if resumed:
         tell(lambda: app.events.pause_changed(body.lab))
     return {"lab": body.lab, "resumed": resumed}

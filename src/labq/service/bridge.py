@@ -79,9 +79,8 @@ def rebuild(repo: Repository, config: SchedulerConfig) -> Scheduler:
         entry.held_by = held[entry.fqdn].holder if entry.fqdn in held else None
     sets = [_restored(u) for u in repo.restore.unfinished_sets() if not _unseen(u)]
     scheduler.restore(systems, sets, held=repo.locks.held_locks())
-    for (
-        pause
-    ) in repo.admission.list_pauses():  # paused queues hold again; run-out ones end at next check
+    # paused queues hold again; run-out ones end at next check
+    for pause in repo.pauses.list_pauses():
         scheduler.pause_lab(pause.lab, scheduler.now)
     return scheduler
 

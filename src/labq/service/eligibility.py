@@ -53,7 +53,7 @@ def follow_up(
     """
     out: Actions = []
     if service.wake_at is not None and service.wake_at <= now:
-        for lab in repo.admission.expire_pauses(now):
+        for lab in repo.pauses.expire_pauses(now):
             out += bridge.settle(repo, core, core.resume_lab(lab, epoch(now)), now=now)
         out += reservations.expire(repo, core, now)
         service.wake_at = reservations.next_wake(repo)
@@ -88,7 +88,7 @@ def pause_changed(
 ) -> Actions:
     """A lab's queue was paused or resumed: the core follows the database."""
     at = epoch(now)
-    paused = {p.lab for p in repo.admission.list_pauses(now=now)}
+    paused = {p.lab for p in repo.pauses.list_pauses(now=now)}
     decisions = core.pause_lab(lab, at) if lab in paused else core.resume_lab(lab, at)
     service.wake_at = reservations.next_wake(repo)
     return bridge.settle(repo, core, decisions, now=now)

@@ -43,7 +43,7 @@ def next_wake(repo: Repository) -> datetime | None:
     """When the scheduler thread must wake next: a pause or a reservation runs out."""
     ends = [
         t
-        for t in (repo.admission.next_pause_end(), repo.reservations.next_reservation_end())
+        for t in (repo.pauses.next_pause_end(), repo.reservations.next_reservation_end())
         if t is not None
     ]
     return min(ends, default=None)

@@ -24,12 +24,14 @@ from labq.store.batch import BatchMoves
 from labq.store.database import READ_ONLY
 from labq.store.extensions import ExtensionStore
 from labq.store.figures import FigureStore
+from labq.store.filters import FilterStore
 from labq.store.jobs import JobStore
 from labq.store.leadership import LeadershipStore
 from labq.store.locks import LockStore
 from labq.store.moves import RecipeMoves
 from labq.store.notices import NoticeStore
 from labq.store.passwords import PasswordStore
+from labq.store.pauses import PauseStore
 from labq.store.people import PeopleStore
 from labq.store.queue import QueueStore
 from labq.store.reporting import ReportStore
@@ -64,7 +66,9 @@ class Repository:
     runs: RunStore
     retries: RetryStore
     extensions: ExtensionStore  # extending the max_time of running sets
-    admission: AdmissionStore  # dependencies, filter rules, paused lab queues
+    admission: AdmissionStore  # dependencies, and what a job's sets may do
+    filters: FilterStore  # admission filter rules
+    pauses: PauseStore  # paused lab queues
     # Recipes moving through their states, and the scheduler's view
     moves: RecipeMoves
     batch: BatchMoves  # many moves of one decision at once
@@ -100,7 +104,9 @@ class Repository:
         self.runs = RunStore(db, self.jobs, self.queue)
         self.retries = RetryStore(db, self.jobs, self.queue)
         self.extensions = ExtensionStore(db)
-        self.admission = AdmissionStore(db, self.moves)
+        self.filters = FilterStore(db)
+        self.pauses = PauseStore(db)
+        self.admission = AdmissionStore(db, self.moves, self.filters)
         self.batch = BatchMoves(db, self.moves, self.systems, self.supervisors)
         self.restore = RestoreStore(db, self.admission, self.systems)
         self.locks = LockStore(db)
