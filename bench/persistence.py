@@ -55,8 +55,8 @@ from labq.domain.model import System
 from labq.domain.states import RecipeState
 from labq.service.inbox import SupervisorExited
 from labq.service.loop import SchedulerService
-from labq.usecases.timing import DECISION_SECONDS
 from labq.store import make_engine, transaction, upgrade
+from labq.usecases.timing import DECISION_SECONDS
 
 PG_URL = os.environ.get("LABQ_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 RUN = (RecipeState.WAITING, RecipeState.INSTALLING, RecipeState.RUNNING, RecipeState.COMPLETED)
@@ -126,10 +126,10 @@ def raw_rate(engine: Engine, rows: int) -> float:
 def lab(engine: Engine, systems: int) -> None:
     now = datetime(2026, 11, 24, tzinfo=UTC)
     with transaction(engine) as repo:
-        repo.add_lab("lab1", actor="bench", now=now)
-        repo.add_user("alice", actor="bench", now=now)
+        repo.systems.add_lab("lab1", actor="bench", now=now)
+        repo.people.add_user("alice", actor="bench", now=now)
         for i in range(systems):
-            repo.add_system(System(f"s{i}.lab1", "lab1"), actor="bench", now=now)
+            repo.systems.add_system(System(f"s{i}.lab1", "lab1"), actor="bench", now=now)
 
 
 def submit(engine: Engine, sets: int, now: datetime) -> int:
@@ -137,7 +137,7 @@ def submit(engine: Engine, sets: int, now: datetime) -> int:
         {"recipe_sets": [{"recipes": [{"tasks": [{"name": "t", "run": "true"}]}]}] * sets}
     )
     with transaction(engine) as repo:
-        return repo.submit_job(spec, owner="alice", now=now, source_format="native")
+        return repo.queue.submit_job(spec, owner="alice", now=now, source_format="native")
 
 
 def decided(kind: str) -> tuple[float, float]:
@@ -167,10 +167,10 @@ def timed(service: SchedulerService, post: Callable[[], None]) -> float:
 def run_supervisor(engine: Engine, set_id: int, claim: str, now: datetime) -> None:
     """What a supervisor writes for a set that runs and passes."""
     with transaction(engine) as repo:
-        repo.confirm_claim(set_id, claim, 4242, "bench", now=now)
-        for recipe in repo.get_recipe_set(set_id).recipes:
+        repo.supervisors.confirm_claim(set_id, claim, 4242, "bench", now=now)
+        for recipe in repo.jobs.get_recipe_set(set_id).recipes:
             for state in RUN:
-                repo.move_recipe(recipe.id, state, now=now)
+                repo.moves.move_recipe(recipe.id, state, now=now)
 
 
 def measure(url: str, sets: int, repeat: int, profile: str | None) -> dict[str, float]:

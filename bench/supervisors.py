@@ -89,22 +89,24 @@ class Sets:
         now = datetime.now(UTC)
         out = []
         with transaction(self.engine) as repo:
-            job_id = repo.submit_job(spec, owner="alice", now=now, source_format="native")
-            for view in repo.load_job(job_id).sets:
+            job_id = repo.queue.submit_job(spec, owner="alice", now=now, source_format="native")
+            for view in repo.jobs.load_job(job_id).sets:
                 fqdn = f"s{self.next_system}.lab1"
                 self.next_system += 1
-                repo.move_recipe(view.recipes[0].id, RecipeState.SCHEDULED, now=now, system=fqdn)
-                repo.start_recipe_set(view.id, lab="lab1", now=now)
+                repo.moves.move_recipe(
+                    view.recipes[0].id, RecipeState.SCHEDULED, now=now, system=fqdn
+                )
+                repo.supervisors.start_recipe_set(view.id, lab="lab1", now=now)
                 claim = f"bench-{view.id}-{time.monotonic_ns()}"
-                assert repo.claim_set(view.id, claim, now=now)
+                assert repo.supervisors.claim_set(view.id, claim, now=now)
                 out.append((view.id, claim))
         return out
 
     def taken_up(self, set_id: int) -> datetime:
         """When the supervisor moved the set's recipe to ``waiting``."""
         with reading(self.engine) as repo:
-            recipe = repo.get_recipe_set(set_id).recipes[0]
-            entries = repo.recipe_history(recipe.id)
+            recipe = repo.jobs.get_recipe_set(set_id).recipes[0]
+            entries = repo.moves.recipe_history(recipe.id)
         at = next(e.at for e in entries if e.state is RecipeState.WAITING)
         return at if at.tzinfo else at.replace(tzinfo=UTC)
 
@@ -208,12 +210,12 @@ def measure(
 
 def _taken_up(engine: Engine, set_id: int) -> bool:
     with reading(engine) as repo:
-        return repo.get_recipe_set(set_id).supervisor_pid is not None
+        return repo.jobs.get_recipe_set(set_id).supervisor_pid is not None
 
 
 def _running(engine: Engine, set_id: int) -> bool:
     with reading(engine) as repo:
-        view = repo.get_recipe_set(set_id)
+        view = repo.jobs.get_recipe_set(set_id)
     return any(t.status == "running" for r in view.recipes for t in r.tasks)
 
 

@@ -70,9 +70,9 @@ class Entrance:
         assert secret is not None  # at_once answers for a head without one
         with reading(self.engine) as repo:
             if head.path.startswith(AGENT):
-                valid = repo.agent_by_secret(secret) is not None
+                valid = repo.agents.agent_by_secret(secret) is not None
             else:
-                valid = repo.token_is_valid(secret, now=self.clock())
+                valid = repo.tokens.token_is_valid(secret, now=self.clock())
         digest = digest_of(secret)
         with self._lock:
             if len(self._seen) >= REMEMBERED:

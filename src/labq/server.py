@@ -137,7 +137,7 @@ def assemble(settings: Settings, url: str | None = None, *, api_url: str | None 
     lock = _lock_sqlite(engine) if sqlite else None
     try:
         with reading(engine) as repo:
-            datadir.claim(data_dir, repo.installation_id(), url)
+            datadir.claim(data_dir, repo.leadership.installation_id(), url)
     except Exception:
         if lock is not None:
             lock.release()
@@ -180,12 +180,14 @@ def _adopt(engine: Engine, dispatcher: Dispatcher, router: LabRouter, epoch: int
     here = socket.gethostname()
     launches: list[tuple[int, str]] = []
     with transaction(engine) as repo:
-        repo.fence(epoch)
-        for set_id, claim in repo.unsupervised_sets():
+        repo.leadership.fence(epoch)
+        for set_id, claim in repo.supervisors.unsupervised_sets():
             fresh = bridge.new_claim()
-            if repo.claim_set(set_id, fresh, now=utcnow(), replacing=claim):
+            if repo.supervisors.claim_set(set_id, fresh, now=utcnow(), replacing=claim):
                 launches.append((set_id, fresh))
-        supervised = repo.supervised_sets()  # after the claims: one that took its set up
+        supervised = (
+            repo.supervisors.supervised_sets()
+        )  # after the claims: one that took its set up
     mine = [(s.set_id, s.pid, s.claim) for s in supervised if s.host in (None, here)]
     alive = set(dispatcher.adopt(mine))
     for set_id, _pid, _claim in mine:

@@ -79,20 +79,20 @@ class Recorder:
             match event:
                 case JobSubmitted(job_id):
                     try:
-                        repo.load_job(job_id)
+                        repo.jobs.load_job(job_id)
                     except NotFoundError:
                         return False
                     return True
                 case JobsCancelled(job_id):
-                    return repo.load_job(job_id).state.value == "cancelled"
+                    return repo.jobs.load_job(job_id).state.value == "cancelled"
                 case PriorityChanged(job_id):
-                    return repo.load_job(job_id).sets[0].spec.priority.label == "low"
+                    return repo.jobs.load_job(job_id).sets[0].spec.priority.label == "low"
                 case SystemAdded(fqdn):
-                    return any(s.fqdn == fqdn for s in repo.list_systems())
+                    return any(s.fqdn == fqdn for s in repo.systems.list_systems())
                 case ConditionChanged(fqdn):
-                    return repo.get_system(fqdn).condition.value == "broken"
+                    return repo.systems.get_system(fqdn).condition.value == "broken"
                 case LocksChanged(set_id):
-                    return set_id in repo.held_locks([set_id])
+                    return set_id in repo.locks.held_locks([set_id])
                 case _:
                     return True
 
@@ -127,7 +127,7 @@ class Lab:
 
     def activity(self) -> int:
         with reading(self.engine) as repo:
-            return len(repo.activity(limit=100_000))
+            return len(repo.log.activity(limit=100_000))
 
 
 @pytest.fixture(scope="session")
@@ -144,23 +144,23 @@ def seed(engine: Engine) -> dict[str, str]:
     """
     tokens = {}
     with transaction(engine) as repo:
-        repo.add_user("root", actor="setup", now=T0, admin=True)
+        repo.people.add_user("root", actor="setup", now=T0, admin=True)
         for name in ("alice", "bob", "carol"):
-            repo.add_user(name, actor="root", now=T0)
-        repo.add_group("kernel-qe", actor="root", now=T0)
-        repo.add_member("alice", "kernel-qe", actor="root", now=T0)
-        repo.add_member("carol", "kernel-qe", actor="root", now=T0)
-        repo.add_lab("lab1", actor="root", now=T0)
-        repo.add_pool("perf", actor="root", now=T0)
-        repo.allow("perf", "kernel-qe", Priority.URGENT, actor="root", now=T0)
-        repo.add_system(
+            repo.people.add_user(name, actor="root", now=T0)
+        repo.people.add_group("kernel-qe", actor="root", now=T0)
+        repo.people.add_member("alice", "kernel-qe", actor="root", now=T0)
+        repo.people.add_member("carol", "kernel-qe", actor="root", now=T0)
+        repo.systems.add_lab("lab1", actor="root", now=T0)
+        repo.access.add_pool("perf", actor="root", now=T0)
+        repo.access.allow("perf", "kernel-qe", Priority.URGENT, actor="root", now=T0)
+        repo.systems.add_system(
             System("s1.lab", "lab1", attributes={"memory_mb": 8192}, pools=frozenset({"perf"})),
             actor="root",
             now=T0,
         )
-        repo.add_system(System("s2.lab", "lab1"), actor="root", now=T0)
+        repo.systems.add_system(System("s2.lab", "lab1"), actor="root", now=T0)
         for name in ("root", "alice", "bob", "carol"):
-            tokens[name] = repo.create_token(name, "test", now=T0)[1]
+            tokens[name] = repo.tokens.create_token(name, "test", now=T0)[1]
     return tokens
 
 
@@ -169,7 +169,7 @@ def add_example_systems(engine: Engine) -> None:
     smithi = {"machine_type": "smithi", "memory_mb": 16384}
     big = {**smithi, "system_type": "Machine", "cpus": 8}
     with transaction(engine) as repo:
-        repo.add_pool("fs-team", actor="root", now=T0)
+        repo.access.add_pool("fs-team", actor="root", now=T0)
         for fqdn, attributes, pools in (
             ("ex1.lab", big, {"perf", "fs-team"}),
             ("ex2.lab", smithi, set()),
@@ -182,7 +182,7 @@ def add_example_systems(engine: Engine) -> None:
                 pools=frozenset(pools),
                 condition=Condition.MANUAL,
             )
-            repo.add_system(system, actor="root", now=T0)
+            repo.systems.add_system(system, actor="root", now=T0)
 
 
 @contextmanager
@@ -248,9 +248,9 @@ def play_set(
 ) -> None:
     """The set's supervisor moves every recipe on to ``final`` and exits with ``code``."""
     with transaction(engine) as repo:
-        for recipe in repo.get_recipe_set(set_id).recipes:
+        for recipe in repo.jobs.get_recipe_set(set_id).recipes:
             for state in (*ON_THE_WAY, final):
-                repo.move_recipe(recipe.id, state, now=now)
+                repo.moves.move_recipe(recipe.id, state, now=now)
     claim = repo_claim(engine, set_id)
     service.post(SupervisorExited(set_id, code, claim))
     service.drain()
@@ -259,6 +259,6 @@ def play_set(
 def repo_claim(engine: Engine, set_id: int) -> str:
     """The claim a started set carries (what its supervisor would report its end with)."""
     with transaction(engine) as repo:
-        claim = repo.claim_of(set_id)
+        claim = repo.supervisors.claim_of(set_id)
     assert claim is not None, f"set {set_id} was never started"
     return claim

@@ -82,7 +82,9 @@ class Live:
         """Sets handed on to run that have not ended."""
         with reading(self.engine) as repo:
             return [
-                s for s in self.dispatcher.started if repo.get_recipe_set(s).finished_at is None
+                s
+                for s in self.dispatcher.started
+                if repo.jobs.get_recipe_set(s).finished_at is None
             ]
 
     def waits_for(self, job_id: int) -> str | None:
@@ -108,14 +110,14 @@ class Live:
 def more_systems(engine: Engine) -> None:
     """lab1 gets s3 and s4 (no pool: open to everybody); lab2 gets t1 and t2."""
     with transaction(engine) as repo:
-        repo.add_lab("lab2", actor="root", now=T0)
+        repo.systems.add_lab("lab2", actor="root", now=T0)
         for fqdn, lab in (
             ("s3.lab", "lab1"),
             ("s4.lab", "lab1"),
             ("t1.lab2", "lab2"),
             ("t2.lab2", "lab2"),
         ):
-            repo.add_system(System(fqdn, lab), actor="root", now=T0)
+            repo.systems.add_system(System(fqdn, lab), actor="root", now=T0)
 
 
 def seeded(template: Path, tmp_path: Path) -> tuple[Engine, dict[str, str]]:
@@ -507,7 +509,7 @@ def test_real_sets_run_one_at_a_time_and_after_their_dependency(
 
     wait_until(ended, "the three jobs to complete", timeout=40)
     with reading(engine) as repo:
-        spans = {j: repo.load_job(j).sets[0] for j in (first, second, third)}
+        spans = {j: repo.jobs.load_job(j).sets[0] for j in (first, second, third)}
     ordered = sorted(spans.values(), key=lambda s: s.started_at or T0)
     for before, after in itertools.pairwise(ordered):
         assert before.finished_at is not None

@@ -56,8 +56,8 @@ def test_expired_token_is_401(lab: Lab) -> None:
 def test_set_token_may_only_read(lab: Lab) -> None:
     job_id = submit(lab)
     with transaction(lab.engine) as repo:
-        set_id = repo.load_job(job_id).sets[0].id
-        _, secret = repo.create_token("alice", "set", now=T0, recipe_set=set_id)
+        set_id = repo.jobs.load_job(job_id).sets[0].id
+        _, secret = repo.tokens.create_token("alice", "set", now=T0, recipe_set=set_id)
     headers = {"Authorization": f"Bearer {secret}"}
     assert lab.client.get(f"{API}/jobs/{job_id}", headers=headers).status_code == 200
     refused: list[tuple[str, object]] = [

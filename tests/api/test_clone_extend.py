@@ -91,7 +91,7 @@ def test_anyone_may_clone_and_the_clone_is_theirs_and_links_back(lab: Lab) -> No
     assert lab.get(f"/jobs/{clone}/source").text == COMMENTED  # unchanged: the same document
     assert lab.events.calls == [(JobSubmitted(clone), True)]
     with reading(lab.engine) as repo:
-        assert repo.clones_of(original) == [clone]
+        assert repo.sources.clones_of(original) == [clone]
 
 
 def test_a_group_job_is_cloned_by_a_non_member_only_into_another_group(lab: Lab) -> None:
@@ -294,9 +294,9 @@ def test_the_supervisors_heartbeat_hears_the_extended_max_time(live: Live) -> No
     job = live.submit()
     (set_id,) = live.dispatcher.started
     with transaction(live.engine) as repo:
-        claim = repo.claim_of(set_id)
+        claim = repo.supervisors.claim_of(set_id)
         assert claim is not None
-        repo.confirm_claim(set_id, claim, 4242, "here", now=Clock()())
+        repo.supervisors.confirm_claim(set_id, claim, 4242, "here", now=Clock()())
     reporter = DatabaseReporter(live.engine, set_id, claim)
     assert reporter.heartbeat() == 60.0
     live.extend(job, "alice", by=90)

@@ -62,9 +62,11 @@ def test_no_credential_is_refused_without_the_database(lab: Lab) -> None:
 
 def test_unknown_revoked_and_expired_tokens_are_refused(lab: Lab) -> None:
     with transaction(lab.engine) as repo:
-        revoked_id, revoked = repo.create_token("bob", "gone", now=T0)
-        repo.revoke_token(revoked_id, actor="root", now=T0)
-        _, expiring = repo.create_token("bob", "short", now=T0, expires_at=T0 + timedelta(hours=1))
+        revoked_id, revoked = repo.tokens.create_token("bob", "gone", now=T0)
+        repo.tokens.revoke_token(revoked_id, actor="root", now=T0)
+        _, expiring = repo.tokens.create_token(
+            "bob", "short", now=T0, expires_at=T0 + timedelta(hours=1)
+        )
     lab.clock.advance(7200)
     entrance = Entrance(lab.engine, lab.clock)
     for secret in ("lq_not-a-token", "not even the prefix", revoked, expiring):
@@ -77,7 +79,7 @@ def test_unknown_revoked_and_expired_tokens_are_refused(lab: Lab) -> None:
 
 def test_agents_need_an_agent_token_on_their_routes(lab: Lab) -> None:
     with transaction(lab.engine) as repo:
-        _, secret = repo.create_agent("a1", ["lab1"], now=T0, actor="root")
+        _, secret = repo.agents.create_agent("a1", ["lab1"], now=T0, actor="root")
     entrance = Entrance(lab.engine, lab.clock)
     beat = "/api/v1/agent/beat"
     assert _verdict(entrance, _head(beat, _bearer(secret))) == Admit(digest_of(secret))

@@ -175,7 +175,7 @@ def test_log_path_too_long_for_the_file_system_is_refused(any_lab: Lab) -> None:
     folder = any_lab.data_dir / "logs" / "set-1"
     folder.mkdir(parents=True)
     with transaction(any_lab.engine) as repo:
-        repo.set_log_dir(repo.load_job(job).sets[0].recipes[0].id, str(folder))
+        repo.reports.set_log_dir(repo.jobs.load_job(job).sets[0].recipes[0].id, str(folder))
     long_name = _refused(any_lab.get(f"/jobs/{job}/logs/file", path="logs/set-1/" + "a" * 300), 422)
     assert long_name["place"] == "path"
     assert "255 bytes" in long_name["message"]

@@ -19,8 +19,8 @@ def _with_logs(lab: Lab) -> tuple[int, Path]:
     (folder / "task-1-t.log").write_text("hello from the task\n")
     (lab.data_dir / "secret.txt").write_text("not a log of this job\n")
     with transaction(lab.engine) as repo:
-        recipe = repo.load_job(job).sets[0].recipes[0].id
-        repo.set_log_dir(recipe, str(folder))
+        recipe = repo.jobs.load_job(job).sets[0].recipes[0].id
+        repo.reports.set_log_dir(recipe, str(folder))
     return job, folder
 
 
@@ -134,5 +134,5 @@ def test_openapi_has_a_tag_per_router(lab: Lab) -> None:
 def test_user_last_used_is_recorded_once_a_minute(lab: Lab) -> None:
     lab.get("/users/me")
     with transaction(lab.engine) as repo:
-        used = [t.last_used_at for t in repo.list_tokens("alice")]
+        used = [t.last_used_at for t in repo.tokens.list_tokens("alice")]
     assert used == [T0]

@@ -275,8 +275,8 @@ def test_usage_adds_up_system_hours_jobs_pass_rate_and_wait_per_row(live: Live) 
         strict=True,
     ):
         with transaction(live.engine) as repo:
-            for recipe in repo.get_recipe_set(set_id).recipes:
-                repo.set_recipe_result(recipe.id, result)
+            for recipe in repo.jobs.get_recipe_set(set_id).recipes:
+                repo.reports.set_recipe_result(recipe.id, result)
         live.run(set_id, final)
     window = {"since": start.isoformat(), "until": (start + timedelta(hours=3)).isoformat()}
 

@@ -115,8 +115,8 @@ def test_retention_is_told_and_an_unknown_tag_refused_at_submit(lab: Lab) -> Non
 def test_pruning_is_for_admins_and_the_api_then_says_when(lab: Lab) -> None:
     job_id = submit(lab, "alice")
     with transaction(lab.engine) as repo:
-        repo.cancel_job(job_id, actor="alice", now=lab.clock())
-        set_ids = [s.id for s in repo.load_job(job_id).sets]
+        repo.queue.cancel_job(job_id, actor="alice", now=lab.clock())
+        set_ids = [s.id for s in repo.jobs.load_job(job_id).sets]
     folder = set_log_dir(lab.data_dir, set_ids[0])
     folder.mkdir(parents=True)
     (folder / "supervisor.log").write_text("done\n")
@@ -131,6 +131,6 @@ def test_pruning_is_for_admins_and_the_api_then_says_when(lab: Lab) -> None:
     assert lab.get(f"/jobs/{job_id}/logs").json()["logs_deleted_at"] == retention["deleted_at"]
     with reading(lab.engine) as repo:
         [entry] = [
-            e for e in repo.activity(kind="job", object_id=job_id) if e.action == "logs-deleted"
+            e for e in repo.log.activity(kind="job", object_id=job_id) if e.action == "logs-deleted"
         ]
     assert entry.actor == "root"

@@ -29,8 +29,8 @@ def client(template: Path, tmp_path: Path) -> Iterator[tuple[TestClient, str]]:
     token = seed(engine)["root"]
     with transaction(engine) as repo:
         for name in ("rack", "bench", "remote"):
-            repo.add_lab(name, actor="root", now=T0)
-        repo.create_agent("far", ["remote"], now=T0, actor="root")
+            repo.systems.add_lab(name, actor="root", now=T0)
+        repo.agents.create_agent("far", ["remote"], now=T0, actor="root")
     app = create_app(engine, settings, Recorder(engine), clock=Clock())
     try:
         with TestClient(app, raise_server_exceptions=False) as test_client:

@@ -85,19 +85,21 @@ def repo(conn: Connection) -> Repository:
 def seed(repo: Repository) -> None:
     """A small lab: two automated systems and a manual one, two users, one group, one pool."""
     now = at(0)
-    repo.add_lab("lab1", actor=ADMIN, now=now)
-    repo.add_group("kernel-qe", actor=ADMIN, now=now)
+    repo.systems.add_lab("lab1", actor=ADMIN, now=now)
+    repo.people.add_group("kernel-qe", actor=ADMIN, now=now)
     for name in ("alice", "bob"):
-        repo.add_user(name, actor=ADMIN, now=now)
-    repo.add_member("alice", "kernel-qe", actor=ADMIN, now=now)
-    repo.add_pool("perf", actor=ADMIN, now=now)
-    repo.add_system(
+        repo.people.add_user(name, actor=ADMIN, now=now)
+    repo.people.add_member("alice", "kernel-qe", actor=ADMIN, now=now)
+    repo.access.add_pool("perf", actor=ADMIN, now=now)
+    repo.systems.add_system(
         System("s1.lab", "lab1", attributes={"memory_mb": 8192}, pools=frozenset({"perf"})),
         actor=ADMIN,
         now=now,
     )
-    repo.add_system(System("s2.lab", "lab1"), actor=ADMIN, now=now)
-    repo.add_system(System("s3.lab", "lab1", condition=Condition.MANUAL), actor=ADMIN, now=now)
+    repo.systems.add_system(System("s2.lab", "lab1"), actor=ADMIN, now=now)
+    repo.systems.add_system(
+        System("s3.lab", "lab1", condition=Condition.MANUAL), actor=ADMIN, now=now
+    )
 
 
 @pytest.fixture
@@ -117,4 +119,4 @@ def job_spec(*sizes: int, **fields: object) -> JobSpec:
 
 def recipe_ids(repo: Repository, job_id: int) -> list[list[int]]:
     """The recipe ids of each set of a job, in order."""
-    return [[r.id for r in s.recipes] for s in repo.load_job(job_id).sets]
+    return [[r.id for r in s.recipes] for s in repo.jobs.load_job(job_id).sets]

@@ -13,8 +13,8 @@ from .conftest import ADMIN, at
 
 
 def test_the_access_policy_round_trips(seeded: Repository) -> None:
-    seeded.add_pool("closed", actor=ADMIN, now=at(0))
-    seeded.add_pool("open", actor=ADMIN, now=at(0))
+    seeded.access.add_pool("closed", actor=ADMIN, now=at(0))
+    seeded.access.add_pool("open", actor=ADMIN, now=at(0))
     expected = AccessPolicy()
     steps = [
         ("allow", "perf", "kernel-qe", Priority.HIGH),
@@ -27,49 +27,49 @@ def test_the_access_policy_round_trips(seeded: Repository) -> None:
         if verb == "allow":
             assert cap is not None
             expected.allow(pool, group, cap)
-            seeded.allow(pool, group, cap, actor=ADMIN, now=at(1))
+            seeded.access.allow(pool, group, cap, actor=ADMIN, now=at(1))
         else:
             expected.revoke(pool, group)
-            assert seeded.revoke(pool, group, actor=ADMIN, now=at(1))
-    loaded = seeded.load_access_policy()
+            assert seeded.access.revoke(pool, group, actor=ADMIN, now=at(1))
+    loaded = seeded.access.load_access_policy()
     assert loaded.rules == expected.rules
     assert loaded.maximum_on_pool("open", "kernel-qe") is Priority.URGENT
     assert loaded.maximum_on_pool("closed", "kernel-qe") is None
-    assert not seeded.revoke("closed", "kernel-qe", actor=ADMIN, now=at(2))
+    assert not seeded.access.revoke("closed", "kernel-qe", actor=ADMIN, now=at(2))
 
 
 def test_rules_need_a_known_pool_and_group(seeded: Repository) -> None:
     with pytest.raises(NotFoundError):
-        seeded.allow("nopool", "kernel-qe", Priority.LOW, actor=ADMIN, now=at(1))
+        seeded.access.allow("nopool", "kernel-qe", Priority.LOW, actor=ADMIN, now=at(1))
     with pytest.raises(NotFoundError):
-        seeded.allow("perf", "nogroup", Priority.LOW, actor=ADMIN, now=at(1))
-    assert seeded.load_access_policy().rules == {}
+        seeded.access.allow("perf", "nogroup", Priority.LOW, actor=ADMIN, now=at(1))
+    assert seeded.access.load_access_policy().rules == {}
 
 
 def test_systems_join_and_leave_pools(seeded: Repository) -> None:
-    assert seeded.add_to_pool("s2.lab", "perf", actor=ADMIN, now=at(1))
-    assert not seeded.add_to_pool("s2.lab", "perf", actor=ADMIN, now=at(1))
-    assert [s.fqdn for s in seeded.list_systems(pool="perf")] == ["s1.lab", "s2.lab"]
-    assert seeded.remove_from_pool("s1.lab", "perf", actor=ADMIN, now=at(2))
-    assert not seeded.remove_from_pool("s1.lab", "perf", actor=ADMIN, now=at(2))
-    assert seeded.get_system("s1.lab").pools == frozenset()
-    assert seeded.list_pools() == ["perf"]
+    assert seeded.access.add_to_pool("s2.lab", "perf", actor=ADMIN, now=at(1))
+    assert not seeded.access.add_to_pool("s2.lab", "perf", actor=ADMIN, now=at(1))
+    assert [s.fqdn for s in seeded.systems.list_systems(pool="perf")] == ["s1.lab", "s2.lab"]
+    assert seeded.access.remove_from_pool("s1.lab", "perf", actor=ADMIN, now=at(2))
+    assert not seeded.access.remove_from_pool("s1.lab", "perf", actor=ADMIN, now=at(2))
+    assert seeded.systems.get_system("s1.lab").pools == frozenset()
+    assert seeded.access.list_pools() == ["perf"]
 
 
 def test_users_groups_and_memberships(seeded: Repository) -> None:
-    seeded.add_user("carol", actor=ADMIN, now=at(1), admin=True)
-    assert seeded.get_user("carol") == User("carol", admin=True)
-    assert seeded.get_user("alice") == User("alice", groups=frozenset({"kernel-qe"}))
-    assert not seeded.add_member("alice", "kernel-qe", actor=ADMIN, now=at(1))
-    assert not seeded.add_member("alice", "everybody", actor=ADMIN, now=at(1))
-    assert seeded.remove_member("alice", "kernel-qe", actor=ADMIN, now=at(2))
-    assert not seeded.remove_member("alice", "kernel-qe", actor=ADMIN, now=at(2))
-    assert seeded.get_user("alice").groups == frozenset()
-    assert [u.name for u in seeded.list_users()] == ["alice", "bob", "carol"]
-    assert seeded.list_groups() == ["everybody", "kernel-qe"]
+    seeded.people.add_user("carol", actor=ADMIN, now=at(1), admin=True)
+    assert seeded.people.get_user("carol") == User("carol", admin=True)
+    assert seeded.people.get_user("alice") == User("alice", groups=frozenset({"kernel-qe"}))
+    assert not seeded.people.add_member("alice", "kernel-qe", actor=ADMIN, now=at(1))
+    assert not seeded.people.add_member("alice", "everybody", actor=ADMIN, now=at(1))
+    assert seeded.people.remove_member("alice", "kernel-qe", actor=ADMIN, now=at(2))
+    assert not seeded.people.remove_member("alice", "kernel-qe", actor=ADMIN, now=at(2))
+    assert seeded.people.get_user("alice").groups == frozenset()
+    assert [u.name for u in seeded.people.list_users()] == ["alice", "bob", "carol"]
+    assert seeded.people.list_groups() == ["everybody", "kernel-qe"]
     with pytest.raises(ConflictError):
-        seeded.add_user("carol", actor=ADMIN, now=at(3))
+        seeded.people.add_user("carol", actor=ADMIN, now=at(3))
     with pytest.raises(ConflictError):
-        seeded.add_group("everybody", actor=ADMIN, now=at(3))
+        seeded.people.add_group("everybody", actor=ADMIN, now=at(3))
     with pytest.raises(NotFoundError):
-        seeded.get_user("nobody")
+        seeded.people.get_user("nobody")

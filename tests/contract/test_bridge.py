@@ -51,15 +51,15 @@ def build_lab(repo: Repository) -> Scheduler:
     """Two labs, a restricted pool, two users; the live scheduler told of every system."""
     now = at(0)
     for lab in ("lab1", "lab2"):
-        repo.add_lab(lab, actor=ADMIN, now=now)
-    repo.add_pool("big", actor=ADMIN, now=now)
-    repo.add_group("kernel-qe", actor=ADMIN, now=now)
+        repo.systems.add_lab(lab, actor=ADMIN, now=now)
+    repo.access.add_pool("big", actor=ADMIN, now=now)
+    repo.people.add_group("kernel-qe", actor=ADMIN, now=now)
     for user in ("alice", "bob"):
-        repo.add_user(user, actor=ADMIN, now=now)
-    repo.add_member("alice", "kernel-qe", actor=ADMIN, now=now)
-    repo.allow("big", "kernel-qe", Priority.HIGH, actor=ADMIN, now=now)
-    repo.allow("big", "everybody", Priority.LOW, actor=ADMIN, now=now)
-    scheduler = Scheduler(CONFIG, repo.load_access_policy())
+        repo.people.add_user(user, actor=ADMIN, now=now)
+    repo.people.add_member("alice", "kernel-qe", actor=ADMIN, now=now)
+    repo.access.allow("big", "kernel-qe", Priority.HIGH, actor=ADMIN, now=now)
+    repo.access.allow("big", "everybody", Priority.LOW, actor=ADMIN, now=now)
+    scheduler = Scheduler(CONFIG, repo.access.load_access_policy())
     for fqdn, lab, arch, memory, pools, condition in SYSTEMS:
         system = System(
             fqdn,
@@ -69,7 +69,7 @@ def build_lab(repo: Repository) -> Scheduler:
             pools=frozenset(pools),
             condition=condition,
         )
-        repo.add_system(system, actor=ADMIN, now=now)
+        repo.systems.add_system(system, actor=ADMIN, now=now)
         decisions = scheduler.add_system(bridge.system_entry(system), epoch(now))
         assert bridge.settle(repo, scheduler, decisions, now=now) == []
     return scheduler
@@ -121,8 +121,8 @@ class Service:
         return rebuilt
 
     def submit(self, job: JobSpec, owner: str, now: datetime) -> list[int]:
-        job_id = self.repo.submit_job(job, owner=owner, now=now, source_format="native")
-        sets = [s.id for s in self.repo.load_job(job_id).sets]
+        job_id = self.repo.queue.submit_job(job, owner=owner, now=now, source_format="native")
+        sets = [s.id for s in self.repo.jobs.load_job(job_id).sets]
         self.settle(lambda s: s.submit(bridge.submissions(self.repo, sets), epoch(now)), now)
         return sets
 
@@ -130,8 +130,8 @@ class Service:
         self, set_id: int, outcomes: Mapping[int, RecipeState], now: datetime
     ) -> list[d.Decision]:
         for recipe, state in outcomes.items():
-            self.repo.move_recipe(recipe, state, now=now)
-        ended = {r.id: r.state for r in self.repo.get_recipe_set(set_id).recipes}
+            self.repo.moves.move_recipe(recipe, state, now=now)
+        ended = {r.id: r.state for r in self.repo.jobs.get_recipe_set(set_id).recipes}
         return self.settle(lambda s: s.finish(set_id, ended, epoch(now)), now)
 
     def settle(self, event: Any, now: datetime) -> list[d.Decision]:
@@ -151,19 +151,19 @@ class Service:
         return every
 
     def condition(self, fqdn: str, condition: Condition, now: datetime) -> list[d.Decision]:
-        self.repo.set_condition(fqdn, condition, now=now, actor=ADMIN, reason="test")
+        self.repo.systems.set_condition(fqdn, condition, now=now, actor=ADMIN, reason="test")
         return self.settle(lambda s: s.change_condition(fqdn, condition, epoch(now)), now)
 
     def dispatch(self, set_id: int, now: datetime) -> None:
         """What the dispatcher and supervisor do with a started set: provision, run."""
-        for recipe in self.repo.get_recipe_set(set_id).recipes:
+        for recipe in self.repo.jobs.get_recipe_set(set_id).recipes:
             for state in STARTED:
-                self.repo.move_recipe(recipe.id, state, now=now)
+                self.repo.moves.move_recipe(recipe.id, state, now=now)
 
     def started_sets(self) -> list[int]:
         return [
             u.id
-            for u in self.repo.unfinished_sets()
+            for u in self.repo.restore.unfinished_sets()
             if u.started_at is not None and all(not r.state.is_final for r in u.recipes)
         ]
 
@@ -178,74 +178,76 @@ def launched(actions: list[Any]) -> list[int]:
 
 
 def recipes_of(repo: Repository, set_id: int) -> list[int]:
-    return [r.id for r in repo.get_recipe_set(set_id).recipes]
+    return [r.id for r in repo.jobs.get_recipe_set(set_id).recipes]
 
 
 def test_decisions_are_committed_to_the_database(repo: Repository) -> None:
     service = Service(repo)
-    assert {s.fqdn: s.usage for s in repo.list_systems()} == {f: Usage.IDLE for f, *_ in SYSTEMS}
+    assert {s.fqdn: s.usage for s in repo.systems.list_systems()} == {
+        f: Usage.IDLE for f, *_ in SYSTEMS
+    }
     (wide,) = service.submit(spec(X86, X86, X86, max_retries=1), "alice", at(1))
     (pair,) = service.submit(spec(ANY, ANY, max_time=100), "bob", at(2))
     (waiter,) = service.submit(spec(X86, X86, X86), "bob", at(3))
-    stored = repo.get_recipe_set(wide)
+    stored = repo.jobs.get_recipe_set(wide)
     assert (stored.lab, stored.started_at) == ("lab1", at(1))
     assert [(r.state, r.system) for r in stored.recipes] == [
         (RecipeState.RUNNING, f) for f in ("a1", "a2", "a3")
     ]
-    assert repo.get_recipe_set(pair).lab == "lab2"
+    assert repo.jobs.get_recipe_set(pair).lab == "lab2"
     # The third set holds the one x86 system left in lab2 and waits for two more.
-    held = repo.get_recipe_set(waiter)
+    held = repo.jobs.get_recipe_set(waiter)
     assert held.started_at is None
     assert [(r.state, r.system) for r in held.recipes] == [
         (RecipeState.SCHEDULED, "b3"),
         (RecipeState.ASSIGNED, None),
         (RecipeState.ASSIGNED, None),
     ]
-    assert repo.get_system("b3").usage is Usage.SCHEDULED
-    assert repo.get_system("a4").usage is Usage.IDLE
-    assert [h.state for h in repo.recipe_history(held.recipes[1].id)] == [
+    assert repo.systems.get_system("b3").usage is Usage.SCHEDULED
+    assert repo.systems.get_system("a4").usage is Usage.IDLE
+    assert [h.state for h in repo.moves.recipe_history(held.recipes[1].id)] == [
         RecipeState.NEW,
         RecipeState.ASSIGNED,
     ]
     # An abort retries the set on the job, excluding where it aborted.
     # A supervisor reports one recipe ended; the set ends with the last one.
-    repo.move_recipe(stored.recipes[0].id, RecipeState.ABORTED, now=at(5), reason="timeout")
-    assert repo.get_recipe_set(wide).finished_at is None
-    assert repo.recipe_history(stored.recipes[0].id)[-1].reason == "timeout"
+    repo.moves.move_recipe(stored.recipes[0].id, RecipeState.ABORTED, now=at(5), reason="timeout")
+    assert repo.jobs.get_recipe_set(wide).finished_at is None
+    assert repo.moves.recipe_history(stored.recipes[0].id)[-1].reason == "timeout"
     others = dict.fromkeys(recipes_of(repo, wide)[1:], RecipeState.COMPLETED)
     decisions = service.finish(wide, others, at(6))
     (retry,) = [x for x in decisions if isinstance(x, d.Retry)]
-    view = repo.load_job(repo.get_recipe_set(wide).job_id)
+    view = repo.jobs.load_job(repo.jobs.get_recipe_set(wide).job_id)
     clone = view.current_sets[0]
     assert (clone.retry_of, clone.attempt, clone.submitted_at) == (wide, 2, at(6))
     assert [r.exclude for r in clone.spec.recipes] == [["a1"], [], []]
-    assert repo.get_recipe_set(wide).finished_at == at(6)
-    assert repo.consecutive_aborts("a1") == 1
-    assert repo.consecutive_aborts("a2") == 0
+    assert repo.jobs.get_recipe_set(wide).finished_at == at(6)
+    assert repo.systems.consecutive_aborts("a1") == 1
+    assert repo.systems.consecutive_aborts("a2") == 0
     assert clone.state in (RecipeState.QUEUED, RecipeState.ASSIGNED, RecipeState.RUNNING)
     assert retry.excluded[0] == frozenset({"a1"})
 
 
 def test_the_services_own_steps_submit_and_finish(repo: Repository) -> None:
     scheduler = build_lab(repo)
-    job_id = repo.submit_job(
+    job_id = repo.queue.submit_job(
         spec(X86, max_retries=1), owner="bob", now=at(1), source_format="native"
     )
-    (set_id,) = [s.id for s in repo.load_job(job_id).sets]
+    (set_id,) = [s.id for s in repo.jobs.load_job(job_id).sets]
     assert launched(bridge.submit_job(repo, scheduler, job_id, now=at(1))) == [set_id]
     (recipe,) = recipes_of(repo, set_id)
     with pytest.raises(ValueError, match="no outcome"):
         bridge.finish(repo, scheduler, set_id, now=at(2))
-    assert repo.recipe_state(recipe) is RecipeState.SCHEDULED  # nothing half-done
+    assert repo.moves.recipe_state(recipe) is RecipeState.SCHEDULED  # nothing half-done
     starts = bridge.finish(
         repo, scheduler, set_id, now=at(3), outcomes={recipe: RecipeState.ABORTED}, reason="lost"
     )
-    clone = repo.load_job(job_id).current_sets[0]
+    clone = repo.jobs.load_job(job_id).current_sets[0]
     assert clone.retry_of == set_id
     assert launched(starts) == [clone.id]  # the clone went to the core at once
     assert clone.id in scheduler.sets
     assert clone.spec.recipes[0].exclude == ["a1"]
-    assert repo.recipe_history(recipe)[-1].reason == "lost"
+    assert repo.moves.recipe_history(recipe)[-1].reason == "lost"
     assert snapshot(bridge.rebuild(repo, CONFIG)) == snapshot(scheduler)
 
 
@@ -256,12 +258,12 @@ def test_a_cancelled_holder_and_a_stopped_runner_are_committed(repo: Repository)
     (waiter,) = service.submit(spec(X86, X86, X86), "bob", at(3))
     decisions = service.settle(lambda s: s.cancel([waiter, wide], epoch(at(4)), "user"), at(4))
     assert d.Stop(wide, "user") in decisions
-    assert repo.get_recipe_set(wide).stop_reason == "user"
-    assert repo.get_recipe_set(waiter).state is RecipeState.CANCELLED
-    assert repo.get_system("b3").usage is Usage.IDLE  # released, then nothing wanted it
-    claim = repo.claim_of(wide)
+    assert repo.jobs.get_recipe_set(wide).stop_reason == "user"
+    assert repo.jobs.get_recipe_set(waiter).state is RecipeState.CANCELLED
+    assert repo.systems.get_system("b3").usage is Usage.IDLE  # released, then nothing wanted it
+    claim = repo.supervisors.claim_of(wide)
     assert claim is not None  # started under a claim, never taken up
-    assert repo.heartbeat(wide, now=at(5), claim=claim) is Beat.LOST
+    assert repo.supervisors.heartbeat(wide, now=at(5), claim=claim) is Beat.LOST
     del pair
 
 
@@ -273,8 +275,8 @@ def test_a_restarted_scheduler_takes_the_same_decisions(repo: Repository) -> Non
     (big,) = service.submit(spec(BIG, BIG, group="kernel-qe"), "alice", at(4))
     # A supervisor reported one recipe ended before the service stopped.
     last = recipes_of(repo, wide)[2]
-    repo.move_recipe(last, RecipeState.COMPLETED, now=at(5))
-    assert repo.get_system("a3").usage is Usage.PENDING
+    repo.moves.move_recipe(last, RecipeState.COMPLETED, now=at(5))
+    assert repo.systems.get_system("a3").usage is Usage.PENDING
 
     rebuilt = service.restart()
     assert rebuilt.holders["lab2"] == {holder}
@@ -301,15 +303,15 @@ def test_a_restarted_scheduler_takes_the_same_decisions(repo: Repository) -> Non
 def test_resume_catches_up_on_what_a_crash_left_undecided(repo: Repository) -> None:
     service = Service(repo)
     # Stored, but the service stopped before the core heard of it.
-    job_id = repo.submit_job(spec(X86, X86), owner="bob", now=at(1), source_format="native")
-    repo.set_usage("a4", Usage.PENDING, now=at(1))
+    job_id = repo.queue.submit_job(spec(X86, X86), owner="bob", now=at(1), source_format="native")
+    repo.systems.set_usage("a4", Usage.PENDING, now=at(1))
     rebuilt = bridge.rebuild(repo, CONFIG)
     assert rebuilt.sets == {}
     starts = bridge.resume(repo, rebuilt, now=at(2))
-    (set_id,) = [s.id for s in repo.load_job(job_id).sets]
+    (set_id,) = [s.id for s in repo.jobs.load_job(job_id).sets]
     assert launched(starts) == [set_id]
-    assert repo.get_recipe_set(set_id).started_at == at(2)
-    assert repo.get_system("a4").usage is Usage.IDLE
+    assert repo.jobs.get_recipe_set(set_id).started_at == at(2)
+    assert repo.systems.get_system("a4").usage is Usage.IDLE
     assert bridge.resume(repo, rebuilt, now=at(3)) == []
     del service
 
@@ -320,7 +322,7 @@ def test_rebuild_refuses_a_database_it_cannot_believe(repo: Repository) -> None:
     service.submit(spec(ANY, ANY), "bob", at(1))
     (holder,) = service.submit(spec(X86, X86, X86), "bob", at(1))
     (_, assigned, _) = recipes_of(repo, holder)
-    repo.move_recipe(assigned, RecipeState.CANCELLED, now=at(2))  # not through the core
+    repo.moves.move_recipe(assigned, RecipeState.CANCELLED, now=at(2))  # not through the core
     with pytest.raises(ValueError, match="never leaves one cancelled"):
         bridge.rebuild(repo, CONFIG)
 
@@ -388,7 +390,7 @@ def _random_step(service: Service, data: st.DataObject, now: datetime) -> None:
     elif kind == "condition":
         fqdn = data.draw(st.sampled_from([f for f, *_ in SYSTEMS]), label="system")
         condition = data.draw(st.sampled_from(Condition), label="condition")
-        if service.repo.get_system(fqdn).condition is not condition:
+        if service.repo.systems.get_system(fqdn).condition is not condition:
             service.condition(fqdn, condition, now)
     else:
         service.settle(lambda s: s.consistency_pass(epoch(now)), now)

@@ -104,9 +104,9 @@ IMPOSSIBLE: dict[str, Write] = {
 
 @pytest.fixture
 def ids(seeded: Repository) -> Ids:
-    job_id = seeded.submit_job(job_spec(), owner="bob", now=at(1), source_format="native")
+    job_id = seeded.queue.submit_job(job_spec(), owner="bob", now=at(1), source_format="native")
     ((recipe,),) = recipe_ids(seeded, job_id)
-    set_id = seeded.load_job(job_id).sets[0].id
+    set_id = seeded.jobs.load_job(job_id).sets[0].id
     s1 = seeded.conn.execute(select(Systems.id).where(Systems.fqdn == "s1.lab")).scalar_one()
     return {"r": recipe, "set": set_id, "s1": s1}
 

@@ -41,7 +41,7 @@ def test_a_sqlite_write_transaction_takes_the_lock_when_it_begins(sqlite_url: st
                 pass
             # ...while readers go on (WAL, deferred BEGIN).
             with reading(impatient) as repo:
-                assert repo.list_labs() == []
+                assert repo.systems.list_labs() == []
     finally:
         engine.dispose()
         impatient.dispose()
@@ -49,22 +49,22 @@ def test_a_sqlite_write_transaction_takes_the_lock_when_it_begins(sqlite_url: st
 
 def test_a_transaction_commits_at_the_end_and_rolls_back_on_error(db: Database) -> None:
     with transaction(db.engine) as repo:
-        repo.add_lab("kept", actor=ADMIN, now=at(0))
+        repo.systems.add_lab("kept", actor=ADMIN, now=at(0))
     with pytest.raises(RuntimeError):
         _fail_after_a_write(db)
     with reading(db.engine) as repo:
-        assert repo.list_labs() == ["kept"]
+        assert repo.systems.list_labs() == ["kept"]
 
 
 def _fail_after_a_write(db: Database) -> None:
     with transaction(db.engine) as repo:
-        repo.add_lab("lost", actor=ADMIN, now=at(0))
+        repo.systems.add_lab("lost", actor=ADMIN, now=at(0))
         raise RuntimeError("the caller failed after the write")
 
 
 def test_reading_never_writes(db: Database) -> None:
     with reading(db.engine) as repo:
-        repo.add_lab("scratch", actor=ADMIN, now=at(0))
-        assert repo.list_labs() == ["scratch"]
+        repo.systems.add_lab("scratch", actor=ADMIN, now=at(0))
+        assert repo.systems.list_labs() == ["scratch"]
     with db.engine.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM labs")).scalar() == 0

@@ -20,36 +20,36 @@ from .conftest import Database, at, job_spec, recipe_ids, seed
 
 def run_for(repo: Repository, system: str, start: int, end: int) -> None:
     """One recipe holds ``system`` from ``start`` to ``end`` seconds."""
-    job_id = repo.submit_job(job_spec(), owner="bob", now=at(start), source_format="native")
+    job_id = repo.queue.submit_job(job_spec(), owner="bob", now=at(start), source_format="native")
     ((recipe,),) = recipe_ids(repo, job_id)
-    repo.move_recipe(recipe, RecipeState.SCHEDULED, now=at(start), system=system)
-    repo.move_recipe(recipe, RecipeState.WAITING, now=at(start + 1))
-    repo.move_recipe(recipe, RecipeState.CANCELLED, now=at(end))
+    repo.moves.move_recipe(recipe, RecipeState.SCHEDULED, now=at(start), system=system)
+    repo.moves.move_recipe(recipe, RecipeState.WAITING, now=at(start + 1))
+    repo.moves.move_recipe(recipe, RecipeState.CANCELLED, now=at(end))
 
 
 def test_utilisation_is_the_busy_share_of_recorded_time(seeded: Repository) -> None:
     run_for(seeded, "s1.lab", 20, 50)
-    assert seeded.utilisation(fqdn="s1.lab", start=at(0), end=at(100)) == pytest.approx(0.3)
-    assert seeded.utilisation(fqdn="s1.lab", start=at(40), end=at(60)) == pytest.approx(0.5)
-    assert seeded.utilisation(fqdn="s2.lab", start=at(0), end=at(100)) == 0.0
+    assert seeded.systems.utilisation(fqdn="s1.lab", start=at(0), end=at(100)) == pytest.approx(0.3)
+    assert seeded.systems.utilisation(fqdn="s1.lab", start=at(40), end=at(60)) == pytest.approx(0.5)
+    assert seeded.systems.utilisation(fqdn="s2.lab", start=at(0), end=at(100)) == 0.0
     # Open rows count up to `now` when it is given.
-    assert seeded.utilisation(fqdn="s1.lab", start=at(0), end=at(100), now=at(60)) == pytest.approx(
-        30 / 60
-    )
+    assert seeded.systems.utilisation(
+        fqdn="s1.lab", start=at(0), end=at(100), now=at(60)
+    ) == pytest.approx(30 / 60)
 
 
 def test_a_pool_and_the_whole_lab_add_their_systems_up(seeded: Repository) -> None:
     run_for(seeded, "s1.lab", 0, 50)
     run_for(seeded, "s2.lab", 0, 25)
-    assert seeded.utilisation(pool="perf", start=at(0), end=at(100)) == pytest.approx(0.5)
-    everything = seeded.utilisation(start=at(0), end=at(100))
+    assert seeded.systems.utilisation(pool="perf", start=at(0), end=at(100)) == pytest.approx(0.5)
+    everything = seeded.systems.utilisation(start=at(0), end=at(100))
     assert everything == pytest.approx(75 / 300)
 
 
 def test_the_history_has_one_open_row_per_system(seeded: Repository) -> None:
     run_for(seeded, "s1.lab", 10, 20)
     for fqdn in ("s1.lab", "s2.lab", "s3.lab"):
-        rows = seeded.usage_history(fqdn)
+        rows = seeded.systems.usage_history(fqdn)
         assert [r.end is None for r in rows].count(True) == 1
         assert rows[-1].end is None
 
@@ -73,7 +73,9 @@ def test_fast_changes_keep_the_history_contiguous(db: Database, data: st.DataObj
         conn.begin()
         repo = Repository(conn)
         seed(repo)
-        job_id = repo.submit_job(job_spec(1, 1), owner="bob", now=at(0), source_format="native")
+        job_id = repo.queue.submit_job(
+            job_spec(1, 1), owner="bob", now=at(0), source_format="native"
+        )
         recipes = [r for s in recipe_ids(repo, job_id) for r in s]
         clock = at(10)
         for _ in range(data.draw(st.integers(1, 25), label="changes")):
@@ -93,24 +95,24 @@ def _draw_change(
     fqdn = data.draw(st.sampled_from(FQDNS))
     if kind == "condition":
         condition = data.draw(st.sampled_from(Condition))
-        return lambda: repo.set_condition(fqdn, condition, now=now, actor="hypothesis")
+        return lambda: repo.systems.set_condition(fqdn, condition, now=now, actor="hypothesis")
     if kind == "usage":
         usage = data.draw(st.sampled_from([Usage.IDLE, Usage.PENDING]))
-        return lambda: repo.set_usage(fqdn, usage, now=now)
+        return lambda: repo.systems.set_usage(fqdn, usage, now=now)
     recipe = data.draw(st.sampled_from(recipes))
     target = data.draw(st.sampled_from(RecipeState))
-    return lambda: repo.move_recipe(recipe, target, now=now, system=fqdn)
+    return lambda: repo.moves.move_recipe(recipe, target, now=now, system=fqdn)
 
 
 def _assert_contiguous(repo: Repository, fqdn: str) -> None:
     """Each row ends where the next starts, none goes back, the last alone is open."""
-    rows = repo.usage_history(fqdn)
+    rows = repo.systems.usage_history(fqdn)
     assert rows[0].start == epoch(at(0))
     for row, after in pairwise(rows):
         assert row.end is not None
         assert row.start <= row.end == after.start
     assert rows[-1].end is None
-    system = repo.get_system(fqdn)
+    system = repo.systems.get_system(fqdn)
     last = rows[-1]
     assert (last.usage, last.condition, last.recipe) == (
         system.usage,

@@ -86,8 +86,8 @@ def counts(conn: Connection) -> dict[str, int]:
 
 def test_a_job_is_stored_whole_and_loads_back_equal(seeded: Repository) -> None:
     spec = JobSpec.model_validate(FULL)
-    job_id = seeded.submit_job(spec, owner="alice", now=at(5), source_format="native")
-    view = seeded.load_job(job_id)
+    job_id = seeded.queue.submit_job(spec, owner="alice", now=at(5), source_format="native")
+    view = seeded.jobs.load_job(job_id)
     assert view.spec == spec.model_copy(update={"owner": "alice"})
     assert (view.owner, view.group, view.submitted_at, view.source_format) == (
         "alice",
@@ -122,15 +122,15 @@ def test_a_job_is_stored_whole_and_loads_back_equal(seeded: Repository) -> None:
 def test_metadata_is_stored_in_its_json_form(seeded: Repository) -> None:
     # YAML reads `2026-01-01` as a date; the canonical (JSON) form is what is stored.
     spec = job_spec(metadata={"due": date(2026, 1, 1)})
-    job_id = seeded.submit_job(spec, owner="bob", now=at(1), source_format="native")
-    assert seeded.load_job(job_id).spec.metadata == {"due": "2026-01-01"}
+    job_id = seeded.queue.submit_job(spec, owner="bob", now=at(1), source_format="native")
+    assert seeded.jobs.load_job(job_id).spec.metadata == {"due": "2026-01-01"}
 
 
 def test_a_job_without_a_group_counts_as_everybody(seeded: Repository) -> None:
-    job_id = seeded.submit_job(job_spec(), owner="bob", now=at(1), source_format="beaker")
-    assert seeded.load_job(job_id).group is None
+    job_id = seeded.queue.submit_job(job_spec(), owner="bob", now=at(1), source_format="beaker")
+    assert seeded.jobs.load_job(job_id).group is None
     everybody = job_spec(group="everybody")
-    assert seeded.submit_job(everybody, owner="bob", now=at(1), source_format="native")
+    assert seeded.queue.submit_job(everybody, owner="bob", now=at(1), source_format="native")
 
 
 @pytest.mark.parametrize(
@@ -147,7 +147,7 @@ def test_a_refused_submit_stores_nothing(
     before = counts(seeded.conn)
     spec = JobSpec.model_validate({**FULL, "group": group})
     with pytest.raises(error):
-        seeded.submit_job(spec, owner=owner, now=at(1), source_format="native")
+        seeded.queue.submit_job(spec, owner=owner, now=at(1), source_format="native")
     assert counts(seeded.conn) == before
 
 
@@ -170,70 +170,70 @@ def test_a_database_error_half_way_stores_nothing(seeded: Repository) -> None:
     before = counts(seeded.conn)
     spec = JobSpec.model_validate(FULL)
     with duplicate_before(seeded.conn, "INSERT INTO tasks"), pytest.raises(DBAPIError):
-        seeded.submit_job(spec, owner="alice", now=at(1), source_format="native")
+        seeded.queue.submit_job(spec, owner="alice", now=at(1), source_format="native")
     assert counts(seeded.conn) == before
     # The transaction is still usable (PostgreSQL too): the savepoint took the blow.
-    assert seeded.submit_job(spec, owner="alice", now=at(2), source_format="native")
+    assert seeded.queue.submit_job(spec, owner="alice", now=at(2), source_format="native")
 
 
 def test_set_and_job_states_are_derived_from_the_recipes(seeded: Repository) -> None:
-    job_id = seeded.submit_job(job_spec(2, 1), owner="bob", now=at(1), source_format="native")
+    job_id = seeded.queue.submit_job(job_spec(2, 1), owner="bob", now=at(1), source_format="native")
     (a, b), (c,) = recipe_ids(seeded, job_id)
-    sets = [s.id for s in seeded.load_job(job_id).sets]
-    seeded.move_recipe(a, RecipeState.QUEUED, now=at(2))
-    assert seeded.recipe_set_state(sets[0]) is RecipeState.NEW
-    seeded.move_recipe(b, RecipeState.QUEUED, now=at(2))
-    seeded.move_recipe(c, RecipeState.SCHEDULED, now=at(2), system="s1.lab")
-    assert seeded.recipe_set_state(sets[0]) is RecipeState.QUEUED
-    assert seeded.recipe_set_state(sets[1]) is RecipeState.SCHEDULED
-    assert seeded.job_state(job_id) is RecipeState.QUEUED
+    sets = [s.id for s in seeded.jobs.load_job(job_id).sets]
+    seeded.moves.move_recipe(a, RecipeState.QUEUED, now=at(2))
+    assert seeded.jobs.recipe_set_state(sets[0]) is RecipeState.NEW
+    seeded.moves.move_recipe(b, RecipeState.QUEUED, now=at(2))
+    seeded.moves.move_recipe(c, RecipeState.SCHEDULED, now=at(2), system="s1.lab")
+    assert seeded.jobs.recipe_set_state(sets[0]) is RecipeState.QUEUED
+    assert seeded.jobs.recipe_set_state(sets[1]) is RecipeState.SCHEDULED
+    assert seeded.jobs.job_state(job_id) is RecipeState.QUEUED
     for recipe in (a, b):
-        seeded.move_recipe(recipe, RecipeState.CANCELLED, now=at(3))
-    seeded.move_recipe(c, RecipeState.ABORTED, now=at(3))
-    view = seeded.load_job(job_id)
+        seeded.moves.move_recipe(recipe, RecipeState.CANCELLED, now=at(3))
+    seeded.moves.move_recipe(c, RecipeState.ABORTED, now=at(3))
+    view = seeded.jobs.load_job(job_id)
     assert [s.state for s in view.sets] == [RecipeState.CANCELLED, RecipeState.ABORTED]
-    assert view.state is seeded.job_state(job_id) is RecipeState.ABORTED
+    assert view.state is seeded.jobs.job_state(job_id) is RecipeState.ABORTED
     with pytest.raises(NotFoundError):
-        seeded.job_state(job_id + 1)
+        seeded.jobs.job_state(job_id + 1)
 
 
 def test_cancelling_a_job_cancels_what_is_unfinished_and_frees_systems(
     seeded: Repository,
 ) -> None:
-    job_id = seeded.submit_job(job_spec(2), owner="bob", now=at(1), source_format="native")
+    job_id = seeded.queue.submit_job(job_spec(2), owner="bob", now=at(1), source_format="native")
     ((a, _),) = recipe_ids(seeded, job_id)
-    seeded.move_recipe(a, RecipeState.SCHEDULED, now=at(2), system="s1.lab")
-    assert seeded.cancel_job(job_id, actor="bob", now=at(3), reason="wrong kernel") == 2
-    assert seeded.cancel_job(job_id, actor="bob", now=at(4)) == 0
-    assert seeded.job_state(job_id) is RecipeState.CANCELLED
-    assert seeded.get_system("s1.lab").usage is Usage.PENDING
-    entry = seeded.activity(kind="job", object_id=job_id)[0]
+    seeded.moves.move_recipe(a, RecipeState.SCHEDULED, now=at(2), system="s1.lab")
+    assert seeded.queue.cancel_job(job_id, actor="bob", now=at(3), reason="wrong kernel") == 2
+    assert seeded.queue.cancel_job(job_id, actor="bob", now=at(4)) == 0
+    assert seeded.jobs.job_state(job_id) is RecipeState.CANCELLED
+    assert seeded.systems.get_system("s1.lab").usage is Usage.PENDING
+    entry = seeded.log.activity(kind="job", object_id=job_id)[0]
     assert (entry.action, entry.actor, entry.reason) == ("cancel", "bob", "wrong kernel")
     with pytest.raises(NotFoundError):
-        seeded.cancel_job(job_id + 1, actor="bob", now=at(5))
+        seeded.queue.cancel_job(job_id + 1, actor="bob", now=at(5))
 
 
 def test_a_started_set_is_asked_to_stop_and_keeps_the_reason(seeded: Repository) -> None:
-    job_id = seeded.submit_job(job_spec(1, 1), owner="bob", now=at(1), source_format="native")
+    job_id = seeded.queue.submit_job(job_spec(1, 1), owner="bob", now=at(1), source_format="native")
     (running,), (waiting,) = recipe_ids(seeded, job_id)
-    started = seeded.load_job(job_id).sets[0].id
-    seeded.move_recipe(running, RecipeState.SCHEDULED, now=at(2), system="s1.lab")
-    seeded.start_recipe_set(started, lab="lab1", now=at(2), claim="c")
-    seeded.confirm_claim(started, "c", 7, "h", now=at(2))
+    started = seeded.jobs.load_job(job_id).sets[0].id
+    seeded.moves.move_recipe(running, RecipeState.SCHEDULED, now=at(2), system="s1.lab")
+    seeded.supervisors.start_recipe_set(started, lab="lab1", now=at(2), claim="c")
+    seeded.supervisors.confirm_claim(started, "c", 7, "h", now=at(2))
     for state in (RecipeState.WAITING, RecipeState.INSTALLING, RecipeState.RUNNING):
-        seeded.move_recipe(running, state, now=at(3))
-    seeded.move_recipe(waiting, RecipeState.QUEUED, now=at(3))
-    assert seeded.cancel_job(job_id, actor="bob", now=at(4), reason="wrong kernel") == 2
-    assert seeded.cancel_job(job_id, actor="bob", now=at(5), reason="again") == 0
+        seeded.moves.move_recipe(running, state, now=at(3))
+    seeded.moves.move_recipe(waiting, RecipeState.QUEUED, now=at(3))
+    assert seeded.queue.cancel_job(job_id, actor="bob", now=at(4), reason="wrong kernel") == 2
+    assert seeded.queue.cancel_job(job_id, actor="bob", now=at(5), reason="again") == 0
     # the supervisor stops the running recipe and ends it; the queued one ended at once
-    assert seeded.recipe_state(running) is RecipeState.RUNNING
-    assert seeded.get_system("s1.lab").recipe == running
-    assert seeded.heartbeat(started, now=at(5), claim="c") is Beat.STOP
-    assert seeded.recipe_state(waiting) is RecipeState.CANCELLED
-    assert [s.stop_reason for s in seeded.load_job(job_id).sets] == ["wrong kernel"] * 2
-    (never_ran,) = seeded.get_recipe(waiting).tasks
+    assert seeded.moves.recipe_state(running) is RecipeState.RUNNING
+    assert seeded.systems.get_system("s1.lab").recipe == running
+    assert seeded.supervisors.heartbeat(started, now=at(5), claim="c") is Beat.STOP
+    assert seeded.moves.recipe_state(waiting) is RecipeState.CANCELLED
+    assert [s.stop_reason for s in seeded.jobs.load_job(job_id).sets] == ["wrong kernel"] * 2
+    (never_ran,) = seeded.jobs.get_recipe(waiting).tasks
     assert (never_ran.status, never_ran.result) == ("cancelled", None)
     assert never_ran.message == "never ran: its recipe was cancelled"
-    seeded.move_recipe(running, RecipeState.CANCELLED, now=at(6), reason="wrong kernel")
-    assert seeded.job_state(job_id) is RecipeState.CANCELLED
-    assert seeded.cancel_job(job_id, actor="bob", now=at(7)) == 0
+    seeded.moves.move_recipe(running, RecipeState.CANCELLED, now=at(6), reason="wrong kernel")
+    assert seeded.jobs.job_state(job_id) is RecipeState.CANCELLED
+    assert seeded.queue.cancel_job(job_id, actor="bob", now=at(7)) == 0

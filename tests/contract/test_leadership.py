@@ -15,23 +15,23 @@ from .conftest import Database, at
 
 
 def test_the_installation_has_one_lasting_id(repo: Repository) -> None:
-    first = repo.installation_id()
+    first = repo.leadership.installation_id()
     assert uuid.UUID(first)
-    assert repo.installation_id() == first
+    assert repo.leadership.installation_id() == first
 
 
 def test_each_new_leader_takes_the_next_epoch_and_the_old_one_is_fenced_out(
     repo: Repository,
 ) -> None:
-    assert repo.leader().epoch == 0
-    old = repo.take_leadership("host-a pid 1", now=at(1))
-    repo.fence(old)
-    new = repo.take_leadership("host-b pid 2", now=at(2))
+    assert repo.leadership.leader().epoch == 0
+    old = repo.leadership.take_leadership("host-a pid 1", now=at(1))
+    repo.leadership.fence(old)
+    new = repo.leadership.take_leadership("host-b pid 2", now=at(2))
     assert new == old + 1
-    assert repo.leader() == (new, "host-b pid 2", at(2))
-    repo.fence(new)
+    assert repo.leadership.leader() == (new, "host-b pid 2", at(2))
+    repo.leadership.fence(new)
     with pytest.raises(LeadershipLost, match=f"epoch {new} was taken by host-b pid 2"):
-        repo.fence(old)
+        repo.leadership.fence(old)
 
 
 def test_a_new_leader_waits_for_the_old_leaders_last_transaction(db: Database) -> None:
@@ -39,17 +39,19 @@ def test_a_new_leader_waits_for_the_old_leaders_last_transaction(db: Database) -
     if db.engine.dialect.name == "sqlite":
         pytest.skip("SQLite has one writer at a time: the question cannot arise")
     with transaction(db.engine) as repo:
-        old = repo.take_leadership("old", now=at(1))
+        old = repo.leadership.take_leadership("old", now=at(1))
     taken: list[int] = []
     with db.engine.connect() as conn:
         tx = conn.begin()
-        Repository(conn).fence(old)  # the old leader is inside a scheduling transaction
-        Repository(conn).add_lab("decided-by-old", actor="scheduler", now=at(2))
+        Repository(conn).leadership.fence(old)  # the old leader is inside a scheduling transaction
+        Repository(conn).systems.add_lab("decided-by-old", actor="scheduler", now=at(2))
 
         def elect() -> None:
             with transaction(db.engine) as repo:
-                taken.append(repo.take_leadership("new", now=at(3)))
-                taken.append(len(repo.list_labs()))  # what the new leader's rebuild would read
+                taken.append(repo.leadership.take_leadership("new", now=at(3)))
+                taken.append(
+                    len(repo.systems.list_labs())
+                )  # what the new leader's rebuild would read
 
         thread = threading.Thread(target=elect)
         thread.start()
@@ -59,4 +61,4 @@ def test_a_new_leader_waits_for_the_old_leaders_last_transaction(db: Database) -
         thread.join(10)
     assert taken == [old + 1, 1], "the new leader saw what the old one committed"
     with transaction(db.engine) as repo, pytest.raises(LeadershipLost):
-        repo.fence(old)
+        repo.leadership.fence(old)

@@ -51,7 +51,9 @@ def test_random_moves_leave_both_stores_alike(db: Database, data: st.DataObject)
         conn.begin()
         repo = Repository(conn)
         seed(repo)
-        job_id = repo.submit_job(job_spec(2, 2), owner="bob", now=at(0), source_format="native")
+        job_id = repo.queue.submit_job(
+            job_spec(2, 2), owner="bob", now=at(0), source_format="native"
+        )
         recipes = [r for s in recipe_ids(repo, job_id) for r in s]
         ledger = ledger_like_seed()
         for recipe in recipes:
@@ -74,13 +76,13 @@ def _draw_step(
         cond = data.draw(st.sampled_from(Condition))
         return (
             lambda: ledger.set_condition(fqdn, cond, seconds),
-            lambda: repo.set_condition(fqdn, cond, now=now, actor="hypothesis"),
+            lambda: repo.systems.set_condition(fqdn, cond, now=now, actor="hypothesis"),
         )
     if kind == "usage":
         usage = data.draw(st.sampled_from([Usage.IDLE, Usage.PENDING]))
         return (
             lambda: ledger.set_usage(fqdn, usage, seconds),
-            lambda: repo.set_usage(fqdn, usage, now=now),
+            lambda: repo.systems.set_usage(fqdn, usage, now=now),
         )
     recipe = data.draw(st.sampled_from(sorted(ledger.recipes)))
     legal = sorted(RECIPE_MOVES[ledger.recipes[recipe].state], key=lambda s: s.value)
@@ -89,17 +91,19 @@ def _draw_step(
     system = data.draw(st.sampled_from([*FQDNS, None]))
     return (
         lambda: ledger.move_recipe(recipe, target, seconds, system=system),
-        lambda: repo.move_recipe(recipe, target, now=now, system=system),
+        lambda: repo.moves.move_recipe(recipe, target, now=now, system=system),
     )
 
 
 def _assert_alike(ledger: Ledger, repo: Repository, recipes: list[int]) -> None:
-    assert [repo.recipe_state(r) for r in recipes] == [ledger.recipes[r].state for r in recipes]
+    assert [repo.moves.recipe_state(r) for r in recipes] == [
+        ledger.recipes[r].state for r in recipes
+    ]
     for fqdn in FQDNS:
-        stored, kept = repo.get_system(fqdn), ledger.systems[fqdn]
+        stored, kept = repo.systems.get_system(fqdn), ledger.systems[fqdn]
         assert (stored.usage, stored.condition, stored.recipe) == (
             kept.usage,
             kept.condition,
             kept.recipe,
         )
-        assert repo.usage_history(fqdn) == ledger.history.of(fqdn)
+        assert repo.systems.usage_history(fqdn) == ledger.history.of(fqdn)

@@ -42,14 +42,16 @@ PATHS[RecipeState.ABORTED] = [*PATHS[RecipeState.RUNNING], RecipeState.ABORTED]
 
 def play(repo: Repository, plan: list[list[RecipeState | None]], owner: str, **job: Any) -> int:
     sizes = [len(s) for s in plan]
-    job_id = repo.submit_job(job_spec(*sizes, **job), owner=owner, now=at(1), source_format="x")
+    job_id = repo.queue.submit_job(
+        job_spec(*sizes, **job), owner=owner, now=at(1), source_format="x"
+    )
     for recipes, targets in zip(recipe_ids(repo, job_id), plan, strict=True):
         for recipe, target in zip(recipes, targets, strict=True):
             for state in PATHS.get(target, []) if target else []:
                 system = None
                 if state is RecipeState.SCHEDULED:
-                    system = next(f for f in FREE if repo.get_system(f).recipe is None)
-                repo.move_recipe(recipe, state, now=at(2), system=system)
+                    system = next(f for f in FREE if repo.systems.get_system(f).recipe is None)
+                repo.moves.move_recipe(recipe, state, now=at(2), system=system)
     return job_id
 
 
@@ -80,51 +82,51 @@ def test_the_state_filter_agrees_with_the_derived_state(
     seeded: Repository, jobs: dict[int, RecipeState]
 ) -> None:
     for job_id, state in jobs.items():
-        assert seeded.load_job(job_id).state is state is seeded.job_state(job_id)
+        assert seeded.jobs.load_job(job_id).state is state is seeded.jobs.job_state(job_id)
     for state in RecipeState:
         expected = sorted((j for j, s in jobs.items() if s is state), reverse=True)
-        assert [j.id for j in seeded.list_jobs(state=state)] == expected, state
-        assert seeded.count_jobs(state=state) == len(expected)
+        assert [j.id for j in seeded.jobs.list_jobs(state=state)] == expected, state
+        assert seeded.jobs.count_jobs(state=state) == len(expected)
 
 
 def test_a_retried_set_speaks_through_its_clone(
     seeded: Repository, jobs: dict[int, RecipeState]
 ) -> None:
     aborted = next(j for j, s in jobs.items() if s is RecipeState.ABORTED)
-    first = seeded.load_job(aborted).sets[0]
-    seeded.clone_recipe_set(first.id, actor=ADMIN, now=at(3))
-    assert aborted not in [j.id for j in seeded.list_jobs(state=RecipeState.ABORTED)]
-    assert aborted in [j.id for j in seeded.list_jobs(state=RecipeState.NEW)]
+    first = seeded.jobs.load_job(aborted).sets[0]
+    seeded.retries.clone_recipe_set(first.id, actor=ADMIN, now=at(3))
+    assert aborted not in [j.id for j in seeded.jobs.list_jobs(state=RecipeState.ABORTED)]
+    assert aborted in [j.id for j in seeded.jobs.list_jobs(state=RecipeState.NEW)]
 
 
 def test_owner_group_and_pages(seeded: Repository, jobs: dict[int, RecipeState]) -> None:
     everyone = sorted(jobs, reverse=True)
-    assert [j.id for j in seeded.list_jobs()] == everyone
-    alices = [j.id for j in seeded.list_jobs(owner="alice")]
-    assert alices == [j for j in everyone if seeded.load_job(j).owner == "alice"]
-    assert [j.id for j in seeded.list_jobs(group="kernel-qe")] == alices
+    assert [j.id for j in seeded.jobs.list_jobs()] == everyone
+    alices = [j.id for j in seeded.jobs.list_jobs(owner="alice")]
+    assert alices == [j for j in everyone if seeded.jobs.load_job(j).owner == "alice"]
+    assert [j.id for j in seeded.jobs.list_jobs(group="kernel-qe")] == alices
     # Jobs naming no group count as everybody's; every job is.
-    assert [j.id for j in seeded.list_jobs(group="everybody")] == [
+    assert [j.id for j in seeded.jobs.list_jobs(group="everybody")] == [
         j for j in everyone if j not in alices
     ]
-    assert seeded.list_jobs(owner="nobody") == []
-    pages = [seeded.list_jobs(limit=3, offset=o) for o in (0, 3, 6)]
+    assert seeded.jobs.list_jobs(owner="nobody") == []
+    pages = [seeded.jobs.list_jobs(limit=3, offset=o) for o in (0, 3, 6)]
     assert [j.id for page in pages for j in page] == everyone
-    assert seeded.count_jobs(owner="alice", state=RecipeState.QUEUED) == len(
+    assert seeded.jobs.count_jobs(owner="alice", state=RecipeState.QUEUED) == len(
         [j for j in alices if jobs[j] is RecipeState.QUEUED]
     )
-    assert [j.id for j in seeded.list_jobs(submitted_after=at(1))] == []
+    assert [j.id for j in seeded.jobs.list_jobs(submitted_after=at(1))] == []
     with pytest.raises(ValueError, match="limit"):
-        seeded.list_jobs(limit=0)
+        seeded.jobs.list_jobs(limit=0)
 
 
 def test_a_page_costs_the_same_few_queries_however_many_jobs(seeded: Repository) -> None:
     for _ in range(5):
         play(seeded, [[RecipeState.QUEUED, None], [None]], "bob")
     with counting(seeded.conn) as few:
-        assert len(seeded.list_jobs(state=RecipeState.NEW)) == 5
+        assert len(seeded.jobs.list_jobs(state=RecipeState.NEW)) == 5
     for _ in range(30):
         play(seeded, [[RecipeState.QUEUED, None], [None]], "bob")
     with counting(seeded.conn) as many:
-        assert len(seeded.list_jobs(state=RecipeState.NEW, limit=100)) == 35
+        assert len(seeded.jobs.list_jobs(state=RecipeState.NEW, limit=100)) == 35
     assert len(many) == len(few) <= 6

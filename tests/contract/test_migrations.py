@@ -115,14 +115,17 @@ def test_0002_fills_in_what_it_adds_for_existing_rows(db: Database) -> None:
     engine.dispose()
     assert upgrade(db.url) == head_revision()
     with reading(db.engine) as repo:
-        ended, waiting = repo.load_job(1).sets
+        ended, waiting = repo.jobs.load_job(1).sets
         assert (ended.submitted_at, ended.finished_at) == (at(1), at(2))
         assert (waiting.submitted_at, waiting.finished_at) == (at(1), None)
-        assert [u.id for u in repo.unfinished_sets()] == [2]
-        assert [(h.state, h.at) for h in repo.recipe_history(1)] == [
+        assert [u.id for u in repo.restore.unfinished_sets()] == [2]
+        assert [(h.state, h.at) for h in repo.moves.recipe_history(1)] == [
             (RecipeState.NEW, at(1)),
             (RecipeState.CANCELLED, at(2)),
         ]
-        assert [h.state for h in repo.recipe_history(2)] == [RecipeState.NEW, RecipeState.QUEUED]
+        assert [h.state for h in repo.moves.recipe_history(2)] == [
+            RecipeState.NEW,
+            RecipeState.QUEUED,
+        ]
         assert ended.recipes[0].tasks[0].finished_at == at(2)
-        assert repo.get_user("bob").name == "bob"
+        assert repo.people.get_user("bob").name == "bob"

@@ -29,7 +29,7 @@ LIFE = [
 
 
 def submit(repo: Repository, *sizes: int) -> list[int]:
-    job_id = repo.submit_job(job_spec(*sizes), owner="bob", now=at(1), source_format="native")
+    job_id = repo.queue.submit_job(job_spec(*sizes), owner="bob", now=at(1), source_format="native")
     return [r for s in recipe_ids(repo, job_id) for r in s]
 
 
@@ -61,8 +61,8 @@ def test_a_recipe_lives_and_its_system_follows(seeded: Repository) -> None:
     (recipe,) = submit(seeded, 1)
     usages = []
     for step, target in enumerate(LIFE, start=10):
-        assert seeded.move_recipe(recipe, target, now=at(step), system="s1.lab")
-        usages.append(seeded.get_system("s1.lab").usage)
+        assert seeded.moves.move_recipe(recipe, target, now=at(step), system="s1.lab")
+        usages.append(seeded.systems.get_system("s1.lab").usage)
     assert usages == [
         Usage.PENDING,  # queued: no system yet
         Usage.SCHEDULED,
@@ -71,7 +71,7 @@ def test_a_recipe_lives_and_its_system_follows(seeded: Repository) -> None:
         Usage.RUNNING,
         Usage.PENDING,  # finished: free again, for the pending-system event
     ]
-    history = seeded.usage_history("s1.lab")
+    history = seeded.systems.usage_history("s1.lab")
     assert [(r.usage, r.recipe) for r in history[1:]] == [
         (Usage.PENDING, None),
         (Usage.SCHEDULED, recipe),
@@ -82,7 +82,7 @@ def test_a_recipe_lives_and_its_system_follows(seeded: Repository) -> None:
     ]
     assert [r.start for r in history[2:]] == [epoch(at(s)) for s in range(11, 16)]
     assert all(r.end == n.start for r, n in itertools.pairwise(history))
-    view = seeded.get_recipe(recipe)
+    view = seeded.jobs.get_recipe(recipe)
     assert (view.state, view.system) == (RecipeState.COMPLETED, "s1.lab")  # where it ran
     assert (view.queued_at, view.scheduled_at, view.started_at, view.finished_at) == (
         at(10),
@@ -90,44 +90,44 @@ def test_a_recipe_lives_and_its_system_follows(seeded: Repository) -> None:
         at(14),
         at(15),
     )
-    assert seeded.get_system("s1.lab").recipe is None
+    assert seeded.systems.get_system("s1.lab").recipe is None
 
 
 def test_an_illegal_move_raises_and_changes_nothing(seeded: Repository) -> None:
     (recipe,) = submit(seeded, 1)
-    before = seeded.usage_history("s1.lab")
+    before = seeded.systems.usage_history("s1.lab")
     with pytest.raises(IllegalTransition):
-        seeded.move_recipe(recipe, RecipeState.RUNNING, now=at(2), system="s1.lab")
+        seeded.moves.move_recipe(recipe, RecipeState.RUNNING, now=at(2), system="s1.lab")
     with pytest.raises(IllegalTransition):
-        seeded.move_recipe(recipe, RecipeState.SCHEDULED, now=at(2))  # no system named
-    assert seeded.recipe_state(recipe) is RecipeState.NEW
-    assert seeded.usage_history("s1.lab") == before
+        seeded.moves.move_recipe(recipe, RecipeState.SCHEDULED, now=at(2))  # no system named
+    assert seeded.moves.recipe_state(recipe) is RecipeState.NEW
+    assert seeded.systems.usage_history("s1.lab") == before
     with pytest.raises(NotFoundError):
-        seeded.move_recipe(recipe + 100, RecipeState.QUEUED, now=at(2))
+        seeded.moves.move_recipe(recipe + 100, RecipeState.QUEUED, now=at(2))
 
 
 def test_a_repeated_move_is_a_no_op(seeded: Repository) -> None:
     (recipe,) = submit(seeded, 1)
-    assert seeded.move_recipe(recipe, RecipeState.SCHEDULED, now=at(2), system="s1.lab")
-    before = seeded.usage_history("s1.lab")
-    assert not seeded.move_recipe(recipe, RecipeState.SCHEDULED, now=at(3), system="s2.lab")
-    assert seeded.usage_history("s1.lab") == before
-    assert seeded.get_system("s2.lab").recipe is None
-    assert seeded.get_recipe(recipe).scheduled_at == at(2)
+    assert seeded.moves.move_recipe(recipe, RecipeState.SCHEDULED, now=at(2), system="s1.lab")
+    before = seeded.systems.usage_history("s1.lab")
+    assert not seeded.moves.move_recipe(recipe, RecipeState.SCHEDULED, now=at(3), system="s2.lab")
+    assert seeded.systems.usage_history("s1.lab") == before
+    assert seeded.systems.get_system("s2.lab").recipe is None
+    assert seeded.jobs.get_recipe(recipe).scheduled_at == at(2)
 
 
 def test_two_recipes_cannot_take_one_system(seeded: Repository) -> None:
     first, second = submit(seeded, 2)
-    seeded.move_recipe(first, RecipeState.SCHEDULED, now=at(2), system="s1.lab")
+    seeded.moves.move_recipe(first, RecipeState.SCHEDULED, now=at(2), system="s1.lab")
     with pytest.raises(ConflictError, match="already serves"):
-        seeded.move_recipe(second, RecipeState.SCHEDULED, now=at(3), system="s1.lab")
-    assert seeded.recipe_state(second) is RecipeState.NEW
-    assert seeded.get_system("s1.lab").recipe == first
+        seeded.moves.move_recipe(second, RecipeState.SCHEDULED, now=at(3), system="s1.lab")
+    assert seeded.moves.recipe_state(second) is RecipeState.NEW
+    assert seeded.systems.get_system("s1.lab").recipe == first
 
 
 def test_a_system_taken_under_us_undoes_the_whole_move(seeded: Repository) -> None:
     first, second = submit(seeded, 2)
-    s1 = seeded.get_system("s1.lab")
+    s1 = seeded.systems.get_system("s1.lab")
     assert s1.recipe is None
     taken = [
         f"UPDATE recipes SET state = 'scheduled', system_id = (SELECT id FROM systems"
@@ -136,48 +136,48 @@ def test_a_system_taken_under_us_undoes_the_whole_move(seeded: Repository) -> No
     ]
     # The second recipe's own update goes through, then the system's guard fails.
     with behind_the_back(seeded.conn, "UPDATE recipes", *taken), pytest.raises(ConflictError):
-        seeded.move_recipe(second, RecipeState.SCHEDULED, now=at(3), system="s1.lab")
-    assert seeded.recipe_state(second) is RecipeState.NEW
+        seeded.moves.move_recipe(second, RecipeState.SCHEDULED, now=at(3), system="s1.lab")
+    assert seeded.moves.recipe_state(second) is RecipeState.NEW
 
 
 def test_a_stale_recipe_gets_a_conflict(seeded: Repository) -> None:
     (recipe,) = submit(seeded, 1)
-    seeded.move_recipe(recipe, RecipeState.SCHEDULED, now=at(2), system="s1.lab")
-    before = seeded.usage_history("s1.lab")
+    seeded.moves.move_recipe(recipe, RecipeState.SCHEDULED, now=at(2), system="s1.lab")
+    before = seeded.systems.usage_history("s1.lab")
     release = f"UPDATE recipes SET state = 'assigned', system_id = NULL WHERE id = {recipe}"
     with behind_the_back(seeded.conn, "UPDATE recipes", release), pytest.raises(ConflictError):
-        seeded.move_recipe(recipe, RecipeState.WAITING, now=at(3))
-    assert seeded.usage_history("s1.lab") == before
+        seeded.moves.move_recipe(recipe, RecipeState.WAITING, now=at(3))
+    assert seeded.systems.usage_history("s1.lab") == before
 
 
 def test_a_racing_mover_that_got_there_first_makes_ours_a_no_op(seeded: Repository) -> None:
     (recipe,) = submit(seeded, 1)
     queued = f"UPDATE recipes SET state = 'queued', queued_at = queued_at WHERE id = {recipe}"
     with behind_the_back(seeded.conn, "UPDATE recipes", queued):
-        assert not seeded.move_recipe(recipe, RecipeState.QUEUED, now=at(2))
-    assert seeded.recipe_state(recipe) is RecipeState.QUEUED
+        assert not seeded.moves.move_recipe(recipe, RecipeState.QUEUED, now=at(2))
+    assert seeded.moves.recipe_state(recipe) is RecipeState.QUEUED
 
 
 def test_a_held_recipe_let_go_frees_its_system(seeded: Repository) -> None:
     (recipe,) = submit(seeded, 1)
-    seeded.move_recipe(recipe, RecipeState.SCHEDULED, now=at(2), system="s1.lab")
-    seeded.move_recipe(recipe, RecipeState.ASSIGNED, now=at(3))
-    view = seeded.get_recipe(recipe)
+    seeded.moves.move_recipe(recipe, RecipeState.SCHEDULED, now=at(2), system="s1.lab")
+    seeded.moves.move_recipe(recipe, RecipeState.ASSIGNED, now=at(3))
+    view = seeded.jobs.get_recipe(recipe)
     assert (view.state, view.system) == (RecipeState.ASSIGNED, None)
-    system = seeded.get_system("s1.lab")
+    system = seeded.systems.get_system("s1.lab")
     assert (system.usage, system.recipe) == (Usage.PENDING, None)
 
 
 def test_a_system_broken_while_busy_goes_idle_when_its_recipe_ends(seeded: Repository) -> None:
     (recipe,) = submit(seeded, 1)
     for target in LIFE[1:5]:
-        seeded.move_recipe(recipe, target, now=at(2), system="s1.lab")
-    seeded.set_condition("s1.lab", Condition.BROKEN, now=at(3), actor="carol")
-    assert seeded.get_system("s1.lab").usage is Usage.RUNNING
+        seeded.moves.move_recipe(recipe, target, now=at(2), system="s1.lab")
+    seeded.systems.set_condition("s1.lab", Condition.BROKEN, now=at(3), actor="carol")
+    assert seeded.systems.get_system("s1.lab").usage is Usage.RUNNING
     with pytest.raises(IllegalTransition):
-        seeded.set_usage("s1.lab", Usage.IDLE, now=at(4))
-    seeded.move_recipe(recipe, RecipeState.ABORTED, now=at(5))
-    system = seeded.get_system("s1.lab")
+        seeded.systems.set_usage("s1.lab", Usage.IDLE, now=at(4))
+    seeded.moves.move_recipe(recipe, RecipeState.ABORTED, now=at(5))
+    system = seeded.systems.get_system("s1.lab")
     assert (system.usage, system.condition, system.recipe) == (Usage.IDLE, Condition.BROKEN, None)
 
 
@@ -190,14 +190,14 @@ def test_two_schedulers_racing_for_one_system_cannot_both_win(db: Database) -> N
     def rival() -> None:
         try:
             with transaction(db.engine) as repo:
-                repo.move_recipe(second, RecipeState.SCHEDULED, now=at(3), system="s1.lab")
+                repo.moves.move_recipe(second, RecipeState.SCHEDULED, now=at(3), system="s1.lab")
             outcome.append("took it")
         except ConflictError:
             outcome.append("conflict")
 
     with db.engine.connect() as conn:
         tx = conn.begin()
-        Repository(conn).move_recipe(first, RecipeState.SCHEDULED, now=at(2), system="s1.lab")
+        Repository(conn).moves.move_recipe(first, RecipeState.SCHEDULED, now=at(2), system="s1.lab")
         thread = threading.Thread(target=rival)
         thread.start()
         # The rival now waits: for the row lock (PostgreSQL) or the write lock (SQLite).
@@ -206,5 +206,5 @@ def test_two_schedulers_racing_for_one_system_cannot_both_win(db: Database) -> N
     thread.join(timeout=30)
     assert outcome == ["conflict"]
     with reading(db.engine) as repo:
-        assert repo.get_system("s1.lab").recipe == first
-        assert repo.recipe_state(second) is RecipeState.NEW
+        assert repo.systems.get_system("s1.lab").recipe == first
+        assert repo.moves.recipe_state(second) is RecipeState.NEW

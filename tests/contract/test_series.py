@@ -16,12 +16,12 @@ from .conftest import ADMIN, Database, at, job_spec, recipe_ids, seed
 
 def hold(repo: Repository, system: str, start: int, end: int | None = None) -> int:
     """A one-recipe job submitted at ``start`` runs on ``system`` from then to ``end``."""
-    job_id = repo.submit_job(job_spec(), owner="bob", now=at(start), source_format="native")
+    job_id = repo.queue.submit_job(job_spec(), owner="bob", now=at(start), source_format="native")
     ((recipe,),) = recipe_ids(repo, job_id)
-    repo.move_recipe(recipe, RecipeState.SCHEDULED, now=at(start), system=system)
-    repo.move_recipe(recipe, RecipeState.WAITING, now=at(start + 1))
+    repo.moves.move_recipe(recipe, RecipeState.SCHEDULED, now=at(start), system=system)
+    repo.moves.move_recipe(recipe, RecipeState.WAITING, now=at(start + 1))
     if end is not None:
-        repo.move_recipe(recipe, RecipeState.CANCELLED, now=at(end))
+        repo.moves.move_recipe(recipe, RecipeState.CANCELLED, now=at(end))
     return job_id
 
 
@@ -54,8 +54,8 @@ def test_a_system_busy_half_the_interval_is_half_used(db: Database) -> None:
 def test_open_rows_count_up_to_now_and_systems_count_from_when_added(db: Database) -> None:
     with transaction(db.engine) as repo:
         seed(repo)
-        repo.add_lab("lab2", actor=ADMIN, now=at(0))
-        repo.add_system(System("s4.lab2", "lab2"), actor=ADMIN, now=at(50))
+        repo.systems.add_lab("lab2", actor=ADMIN, now=at(0))
+        repo.systems.add_system(System("s4.lab2", "lab2"), actor=ADMIN, now=at(50))
         hold(repo, "s4.lab2", 60)  # still running
     series = utilisation_over_time(
         db.engine, by="lab", start=at(0), end=at(100), buckets=2, now=at(80)
@@ -74,17 +74,19 @@ def test_queue_length_and_wait_follow_submissions_and_starts(db: Database) -> No
             "a": (0, 10, "s1.lab"),
             "b": (5, 30, "s2.lab"),
         }.items():
-            job_id = repo.submit_job(
+            job_id = repo.queue.submit_job(
                 job_spec(), owner="bob", now=at(submitted), source_format="native"
             )
             ((recipe,),) = recipe_ids(repo, job_id)
-            repo.move_recipe(recipe, RecipeState.SCHEDULED, now=at(start), system=fqdn)
-            set_id = repo.load_job(job_id).sets[0].id
-            assert repo.start_recipe_set(set_id, lab="lab1", now=at(start))
+            repo.moves.move_recipe(recipe, RecipeState.SCHEDULED, now=at(start), system=fqdn)
+            set_id = repo.jobs.load_job(job_id).sets[0].id
+            assert repo.supervisors.start_recipe_set(set_id, lab="lab1", now=at(start))
             started[job] = set_id
-        cancelled = repo.submit_job(job_spec(), owner="bob", now=at(20), source_format="native")
-        repo.cancel_job(cancelled, actor="bob", now=at(60))
-        repo.submit_job(job_spec(), owner="bob", now=at(80), source_format="native")
+        cancelled = repo.queue.submit_job(
+            job_spec(), owner="bob", now=at(20), source_format="native"
+        )
+        repo.queue.cancel_job(cancelled, actor="bob", now=at(60))
+        repo.queue.submit_job(job_spec(), owner="bob", now=at(80), source_format="native")
     (queued,), (wait,) = queue_over_time(db.engine, start=at(0), end=at(100), buckets=4)
     assert queued == Series("all", points((25, 2), (50, 1), (75, 0), (100, 1)))
     # mean wait at each bucket's end: of the sets that started in it (a: 10 s; b: 25 s) and
@@ -97,7 +99,9 @@ def test_a_queue_that_does_not_move_shows_a_wait_that_grows(db: Database) -> Non
     with transaction(db.engine) as repo:
         seed(repo)
         for submitted in (0, 10):
-            repo.submit_job(job_spec(), owner="bob", now=at(submitted), source_format="native")
+            repo.queue.submit_job(
+                job_spec(), owner="bob", now=at(submitted), source_format="native"
+            )
     (queued,), (wait,) = queue_over_time(db.engine, start=at(0), end=at(100), buckets=4)
     assert queued.points == points((25, 2), (50, 2), (75, 2), (100, 2))
     assert flat(wait.points) == flat(points((25, 20), (50, 45), (75, 70), (100, 95)))
@@ -106,7 +110,7 @@ def test_a_queue_that_does_not_move_shows_a_wait_that_grows(db: Database) -> Non
 def test_the_queue_is_empty_before_anything_was_submitted(db: Database) -> None:
     with transaction(db.engine) as repo:
         seed(repo)
-        repo.submit_job(job_spec(), owner="bob", now=at(500), source_format="native")
+        repo.queue.submit_job(job_spec(), owner="bob", now=at(500), source_format="native")
     (queued,), (wait,) = queue_over_time(db.engine, start=at(0), end=at(100), buckets=2)
     assert queued.points == points((50, 0), (100, 0))
     assert wait.points == ()

@@ -55,7 +55,7 @@ def dispatcher(
 def supervisor_pid(lab: Lab, set_id: int) -> int:
     def recorded() -> int | None:
         with lab.read() as repo:
-            return repo.get_recipe_set(set_id).supervisor_pid
+            return repo.jobs.get_recipe_set(set_id).supervisor_pid
 
     pid: int = wait_for(recorded, what="the supervisor to record itself")
     return pid
@@ -63,7 +63,7 @@ def supervisor_pid(lab: Lab, set_id: int) -> int:
 
 def states(lab: Lab, set_id: int) -> list[RecipeState]:
     with lab.read() as repo:
-        return [r.state for r in repo.get_recipe_set(set_id).recipes]
+        return [r.state for r in repo.jobs.get_recipe_set(set_id).recipes]
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -81,7 +81,7 @@ def test_start_runs_the_set_and_reports_its_exit(lab: Lab, mode: containment.Mod
     assert d.running() == []
     assert states(lab, set_id) == [RecipeState.COMPLETED]
     with lab.read() as repo:
-        assert repo.get_recipe_set(set_id).supervisor_pid == pid
+        assert repo.jobs.get_recipe_set(set_id).supervisor_pid == pid
     output = lab.logs(set_id) / "supervisor-output.log"
     assert "ended completed" in output.read_text()
     settings_file = lab.data_dir / "supervisors" / f"set-{set_id}.json"

@@ -45,10 +45,10 @@ def test_the_reimage_hook_gets_the_custom_distro_of_a_stored_job(lab: Lab, tmp_p
     now = datetime.now(UTC)
     spec = parse_beaker(CUSTOM, source="j.xml")
     with lab.repo() as repo:
-        job_id = repo.submit_job(spec, owner="alice", now=now, source_format="beaker")
-        view = repo.load_job(job_id).sets[0]
-        repo.move_recipe(view.recipes[0].id, RecipeState.SCHEDULED, now=now, system="s1.test")
-        repo.start_recipe_set(view.id, lab=LAB, now=now)
+        job_id = repo.queue.submit_job(spec, owner="alice", now=now, source_format="beaker")
+        view = repo.jobs.load_job(job_id).sets[0]
+        repo.moves.move_recipe(view.recipes[0].id, RecipeState.SCHEDULED, now=now, system="s1.test")
+        repo.supervisors.start_recipe_set(view.id, lab=LAB, now=now)
     with lab.read() as repo:
         plan = load_plan(repo, view.id)
     seen = tmp_path / "hook-env.txt"

@@ -64,18 +64,20 @@ class Lab:
             recipe_set["max_time"] = max_time
         spec = JobSpec.model_validate({"recipe_sets": [recipe_set]})
         with self.repo() as repo:
-            job_id = repo.submit_job(spec, owner="alice", now=now, source_format="native")
-            view = repo.load_job(job_id).sets[0]
+            job_id = repo.queue.submit_job(spec, owner="alice", now=now, source_format="native")
+            view = repo.jobs.load_job(job_id).sets[0]
             for i, recipe in enumerate(view.recipes, start=1):
-                repo.move_recipe(recipe.id, RecipeState.SCHEDULED, now=now, system=f"s{i}.test")
-            repo.start_recipe_set(view.id, lab=LAB, now=now)
+                repo.moves.move_recipe(
+                    recipe.id, RecipeState.SCHEDULED, now=now, system=f"s{i}.test"
+                )
+            repo.supervisors.start_recipe_set(view.id, lab=LAB, now=now)
         return view.id
 
     def claim(self, set_id: int) -> str:
         """Claim a started set, as the scheduler does when it starts one; the token."""
         token = f"test-claim-{set_id}-{time.monotonic_ns()}"
         with self.repo() as repo:
-            assert repo.claim_set(set_id, token, now=datetime.now(UTC))
+            assert repo.supervisors.claim_set(set_id, token, now=datetime.now(UTC))
         return token
 
     def command(self, set_id: int) -> list[str]:
@@ -122,10 +124,10 @@ def lab(tmp_path: Path, sqlite_template: Path) -> Iterator[Lab]:
     engine = make_engine(url)
     now = datetime.now(UTC)
     with transaction(engine) as repo:
-        repo.add_lab(LAB, actor="root", now=now)
-        repo.add_user("alice", actor="root", now=now)
+        repo.systems.add_lab(LAB, actor="root", now=now)
+        repo.people.add_user("alice", actor="root", now=now)
         for fqdn in ("s1.test", "s2.test", "s3.test"):
-            repo.add_system(System(fqdn, LAB), actor="root", now=now)
+            repo.systems.add_system(System(fqdn, LAB), actor="root", now=now)
     data_dir = tmp_path / "data"
     settings = Settings(data_dir=str(data_dir), heartbeat_every=HEARTBEAT)
     config = tmp_path / "labq.yaml"
@@ -147,12 +149,12 @@ def wait_for(check: Callable[[], Any], timeout: float = 60.0, what: str = "condi
 
 def task_running(lab: Lab, set_id: int) -> bool:
     with lab.read() as repo:
-        view = repo.get_recipe_set(set_id)
+        view = repo.jobs.get_recipe_set(set_id)
     return any(t.status == "running" for r in view.recipes for t in r.tasks)
 
 
 def history(repo: Repository, recipe_id: int) -> list[RecipeState]:
-    return [h.state for h in repo.recipe_history(recipe_id)]
+    return [h.state for h in repo.moves.recipe_history(recipe_id)]
 
 
 RUN = [
@@ -190,7 +192,7 @@ def test_a_two_recipe_set_runs_and_the_database_shows_it(lab: Lab) -> None:
     assert (lab.workspace("s1.test") / "roles.txt").read_text() == "s1.test|s2.test|servers\n"
 
     with lab.read() as repo:
-        view = repo.get_recipe_set(set_id)
+        view = repo.jobs.get_recipe_set(set_id)
         first, second = view.recipes
         assert [r.state for r in view.recipes] == [RecipeState.COMPLETED] * 2
         assert (first.result, second.result) == (Result.WARN, Result.FAIL)
@@ -214,7 +216,7 @@ def test_a_two_recipe_set_runs_and_the_database_shows_it(lab: Lab) -> None:
         assert view.heartbeat_at is not None
         assert view.heartbeat_at >= view.started_at
         assert view.finished_at is not None
-        assert {repo.get_system(f).usage for f in ("s1.test", "s2.test")} == {Usage.PENDING}
+        assert {repo.systems.get_system(f).usage for f in ("s1.test", "s2.test")} == {Usage.PENDING}
     # the failing recipe's system was cleaned up, the passing one kept
     assert not lab.workspace("s2.test").exists()
     assert (lab.logs(set_id) / "supervisor.log").is_file()
@@ -238,16 +240,16 @@ def test_a_task_that_overruns_its_timeout_aborts_the_set_and_logs_are_kept(lab: 
     assert done.returncode == 0, done.stderr
     assert time.monotonic() - started < 120  # ended at its timeout, not after its 300 s
     with lab.read() as repo:
-        (recipe,) = repo.get_recipe_set(set_id).recipes
+        (recipe,) = repo.jobs.get_recipe_set(set_id).recipes
         assert recipe.state is RecipeState.ABORTED
         assert recipe.result is Result.FAIL
         note, hang, never = recipe.tasks
         assert (note.status, hang.status, never.status) == ("completed", "aborted", "aborted")
         assert hang.message is not None
         assert hang.message.startswith("timed out after 1 s")
-        reason = repo.recipe_history(recipe.id)[-1].reason
+        reason = repo.moves.recipe_history(recipe.id)[-1].reason
         assert reason == f"task {hang.id} (hang) exceeded its timeout of 1 s"
-        assert repo.get_system("s1.test").usage is Usage.PENDING
+        assert repo.systems.get_system("s1.test").usage is Usage.PENDING
     logs = lab.logs(set_id) / "s1.test"
     assert (logs / "collected" / "n").read_text() == "kept\n"
     assert (logs / f"task-{hang.id}-hang.log").is_file()
@@ -260,7 +262,7 @@ def test_a_stop_request_stops_the_supervisor_at_its_next_heartbeat(lab: Lab) -> 
     try:
         wait_for(lambda: task_running(lab, set_id), what="the task to run")
         with lab.repo() as repo:
-            assert repo.request_stop(set_id, "cancelled by alice")
+            assert repo.supervisors.request_stop(set_id, "cancelled by alice")
         proc.wait(timeout=15)
     finally:
         if proc.poll() is None:
@@ -269,7 +271,7 @@ def test_a_stop_request_stops_the_supervisor_at_its_next_heartbeat(lab: Lab) -> 
     _, err = proc.communicate()
     assert proc.returncode == 0, err
     with lab.read() as repo:
-        (recipe,) = repo.get_recipe_set(set_id).recipes
+        (recipe,) = repo.jobs.get_recipe_set(set_id).recipes
         assert recipe.state is RecipeState.CANCELLED
         assert recipe.tasks[0].status == "cancelled"
         assert recipe.result is Result.WARN
@@ -279,9 +281,9 @@ def test_a_set_that_cannot_run_is_left_to_the_server(lab: Lab) -> None:
     now = datetime.now(UTC)
     spec = JobSpec.model_validate({"recipe_sets": [{"recipes": [{"tasks": [{"name": "t"}]}]}]})
     with lab.repo() as repo:
-        job_id = repo.submit_job(spec, owner="alice", now=now, source_format="native")
-        view = repo.load_job(job_id).sets[0]
-        repo.move_recipe(view.recipes[0].id, RecipeState.SCHEDULED, now=now, system="s1.test")
+        job_id = repo.queue.submit_job(spec, owner="alice", now=now, source_format="native")
+        view = repo.jobs.load_job(job_id).sets[0]
+        repo.moves.move_recipe(view.recipes[0].id, RecipeState.SCHEDULED, now=now, system="s1.test")
     done = lab.supervise(view.id)
     assert done.returncode == 1
     assert done.stderr.strip().splitlines() == [
@@ -289,7 +291,7 @@ def test_a_set_that_cannot_run_is_left_to_the_server(lab: Lab) -> None:
         f"recipe set {view.id} has not been started by the scheduler"
     ]
     with lab.read() as repo:
-        assert repo.get_recipe_set(view.id).recipes[0].state is RecipeState.SCHEDULED
+        assert repo.jobs.get_recipe_set(view.id).recipes[0].state is RecipeState.SCHEDULED
     missing = lab.supervise(view.id + 100)
     assert missing.returncode == 1
     assert f"no recipe set {view.id + 100}" in missing.stderr
@@ -316,8 +318,8 @@ def test_a_killed_supervisor_leaves_a_stale_heartbeat_and_its_tasks_are_reaped(
     task_pid = int(pid_file.read_text())
     assert process_alive(task_pid)  # a bare supervisor process: nothing contained its tasks
     with lab.read() as repo:
-        view = repo.get_recipe_set(set_id)
-        claim = repo.claim_of(set_id)
+        view = repo.jobs.get_recipe_set(set_id)
+        claim = repo.supervisors.claim_of(set_id)
     assert claim is not None
     assert containment.reap(containment.run_mark(claim)) >= 1  # what the dispatcher does
     assert not process_alive(task_pid)
@@ -325,9 +327,11 @@ def test_a_killed_supervisor_leaves_a_stale_heartbeat_and_its_tasks_are_reaped(
     assert last is not None
     time.sleep(3 * HEARTBEAT)
     with lab.read() as repo:
-        assert repo.get_recipe_set(set_id).heartbeat_at == last  # nobody beats any more
-        assert repo.stale_supervisors(older_than=last + timedelta(seconds=HEARTBEAT)) == [set_id]
-        assert repo.get_recipe_set(set_id).recipes[0].state is RecipeState.RUNNING
+        assert repo.jobs.get_recipe_set(set_id).heartbeat_at == last  # nobody beats any more
+        assert repo.supervisors.stale_supervisors(
+            older_than=last + timedelta(seconds=HEARTBEAT)
+        ) == [set_id]
+        assert repo.jobs.get_recipe_set(set_id).recipes[0].state is RecipeState.RUNNING
 
 
 def test_a_second_supervisor_of_a_claimed_set_touches_nothing(lab: Lab, tmp_path: Path) -> None:
@@ -341,14 +345,15 @@ def test_a_second_supervisor_of_a_claimed_set_touches_nothing(lab: Lab, tmp_path
         wait_for(lambda: task_running(lab, set_id), what="the first supervisor's task")
         with lab.read() as repo:
             before = [
-                h.state for h in repo.recipe_history(repo.get_recipe_set(set_id).recipes[0].id)
+                h.state
+                for h in repo.moves.recipe_history(repo.jobs.get_recipe_set(set_id).recipes[0].id)
             ]
         second = lab.supervise(set_id, timeout=120)
         assert second.returncode == 3, second.stderr
         assert "claimed by another supervisor" in second.stderr
         with lab.read() as repo:
-            recipe = repo.get_recipe_set(set_id).recipes[0]
-            assert [h.state for h in repo.recipe_history(recipe.id)] == before
+            recipe = repo.jobs.get_recipe_set(set_id).recipes[0]
+            assert [h.state for h in repo.moves.recipe_history(recipe.id)] == before
             assert recipe.state is RecipeState.RUNNING  # the first one's task still runs
         done.touch()
         first.wait(timeout=60)
@@ -358,14 +363,14 @@ def test_a_second_supervisor_of_a_claimed_set_touches_nothing(lab: Lab, tmp_path
         first.communicate()
     assert runs.read_text() == "run\n"  # it ran once
     with lab.read() as repo:
-        assert repo.get_recipe_set(set_id).recipes[0].state is RecipeState.COMPLETED
+        assert repo.jobs.get_recipe_set(set_id).recipes[0].state is RecipeState.COMPLETED
 
 
 def test_a_supervisor_whose_claim_was_replaced_before_it_took_it_up_exits(lab: Lab) -> None:
     set_id = lab.started_set({"tasks": [{"name": "t", "run": "true"}]})
     old = lab.claim(set_id)
     with lab.repo() as repo:  # a new leader re-launches the set: the old launch is void
-        assert repo.claim_set(set_id, "fresh", now=datetime.now(UTC), replacing=old)
+        assert repo.supervisors.claim_set(set_id, "fresh", now=datetime.now(UTC), replacing=old)
     late = subprocess.run(
         [*lab.command(set_id), "--secrets-on-stdin"],
         input=json.dumps({"database": lab.url, "claim": old, "pid": 4242}) + "\n",
@@ -377,7 +382,7 @@ def test_a_supervisor_whose_claim_was_replaced_before_it_took_it_up_exits(lab: L
     assert late.returncode == 3, late.stderr
     assert "another supervisor holds it" in late.stderr
     with lab.read() as repo:
-        view = repo.get_recipe_set(set_id)
+        view = repo.jobs.get_recipe_set(set_id)
         assert view.supervisor_pid is None
         assert [r.state for r in view.recipes] == [RecipeState.SCHEDULED]
 
@@ -394,9 +399,9 @@ def test_a_supervisor_that_finds_its_set_ended_stops_its_tasks_and_writes_nothin
         wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(), what="the task")
         now = datetime.now(UTC)
         with lab.repo() as repo:  # the server gave up on it (as after a stale heartbeat)
-            repo.request_stop(set_id, "the supervisor stopped heart-beating")
-            (recipe,) = repo.get_recipe_set(set_id).recipes
-            repo.move_recipe(recipe.id, RecipeState.ABORTED, now=now, reason="given up")
+            repo.supervisors.request_stop(set_id, "the supervisor stopped heart-beating")
+            (recipe,) = repo.jobs.get_recipe_set(set_id).recipes
+            repo.moves.move_recipe(recipe.id, RecipeState.ABORTED, now=now, reason="given up")
         proc.wait(timeout=15)
     finally:
         if proc.poll() is None:
@@ -406,7 +411,7 @@ def test_a_supervisor_that_finds_its_set_ended_stops_its_tasks_and_writes_nothin
     assert proc.returncode == 3, err
     assert not process_alive(int(pid_file.read_text()))
     with lab.read() as repo:
-        (recipe,) = repo.get_recipe_set(set_id).recipes
+        (recipe,) = repo.jobs.get_recipe_set(set_id).recipes
         assert recipe.state is RecipeState.ABORTED
-        assert [h.reason for h in repo.recipe_history(recipe.id)][-1] == "given up"
+        assert [h.reason for h in repo.moves.recipe_history(recipe.id)][-1] == "given up"
         assert recipe.tasks[0].status == "aborted"  # ended with its recipe, by the server

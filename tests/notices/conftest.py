@@ -40,11 +40,11 @@ def engine(template: Path, tmp_path: Path) -> Iterator[Engine]:
     path.write_bytes(template.read_bytes())
     made = make_engine(f"sqlite:///{path}")
     with transaction(made) as repo:
-        repo.add_user("root", actor="setup", now=T0, admin=True)
+        repo.people.add_user("root", actor="setup", now=T0, admin=True)
         for name in ("alice", "bob"):
-            repo.add_user(name, actor="root", now=T0)
-        repo.add_group("kernel-qe", actor="root", now=T0)
-        repo.add_member("alice", "kernel-qe", actor="root", now=T0)
+            repo.people.add_user(name, actor="root", now=T0)
+        repo.people.add_group("kernel-qe", actor="root", now=T0)
+        repo.people.add_member("alice", "kernel-qe", actor="root", now=T0)
     yield made
     made.dispose()
 
@@ -60,8 +60,8 @@ def ended_job(engine: Engine, now: datetime, *, owner: str = "alice", **fields: 
         {"recipe_sets": [{"recipes": [{"tasks": [{"name": "t", "run": "true"}]}]}], **fields}
     )
     with transaction(engine) as repo:
-        job_id = repo.submit_job(spec, owner=owner, now=now, source_format="native")
-        repo.cancel_job(job_id, actor=owner, now=now)
+        job_id = repo.queue.submit_job(spec, owner=owner, now=now, source_format="native")
+        repo.queue.cancel_job(job_id, actor=owner, now=now)
     return job_id
 
 
@@ -71,4 +71,4 @@ def open_job(engine: Engine, now: datetime, *, owner: str = "alice") -> int:
         {"recipe_sets": [{"recipes": [{"tasks": [{"name": "t", "run": "true"}]}]}]}
     )
     with transaction(engine) as repo:
-        return repo.submit_job(spec, owner=owner, now=now, source_format="native")
+        return repo.queue.submit_job(spec, owner=owner, now=now, source_format="native")

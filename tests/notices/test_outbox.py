@@ -19,7 +19,7 @@ def settings(port: int | None = None, **kw: object) -> Notify:
 
 def add_hook(engine, url: str, **whose: str | None) -> str:
     with transaction(engine) as repo:
-        repo.add_webhook(url, "s3cret-" + url[-4:], actor="root", now=T0, **whose)
+        repo.notices.add_webhook(url, "s3cret-" + url[-4:], actor="root", now=T0, **whose)
     return "s3cret-" + url[-4:]
 
 
@@ -48,7 +48,7 @@ def test_a_job_end_is_emailed_and_posted_signed_once_across_restarts(engine, clo
     assert payload["job"]["state"] == "cancelled"
     assert payload["job"]["cc"] == ["qa@lab.example"]
     with reading(engine) as repo:
-        sent = repo.job_notifications(job_id)
+        sent = repo.notices.job_notifications(job_id)
     assert [(n.kind, n.state, n.attempts) for n in sent] == [
         ("email", "sent", 1),
         ("webhook", "sent", 1),
@@ -67,7 +67,7 @@ def test_email_is_off_without_an_smtp_host_and_jobs_still_running_wait(engine, c
     [(_, body)] = hooks.posts
     assert json.loads(body)["job"]["id"] == ended
     with reading(engine) as repo:
-        assert repo.job_notifications(running) == []
+        assert repo.notices.job_notifications(running) == []
 
 
 def test_a_failing_receiver_is_retried_with_backoff_then_given_up(engine, clock):
@@ -83,7 +83,7 @@ def test_a_failing_receiver_is_retried_with_backoff_then_given_up(engine, clock)
         clock.advance(seconds=1)
         assert outbox.run_once() == (0, 0)  # second try, failed: next in 60 s
         with reading(engine) as repo:
-            [item] = repo.job_notifications(job_id)
+            [item] = repo.notices.job_notifications(job_id)
         assert (item.state, item.attempts) == ("pending", 2)
         assert (item.next_at - clock.now).total_seconds() == 60  # doubled from 30
         assert item.last_error is not None
@@ -94,8 +94,8 @@ def test_a_failing_receiver_is_retried_with_backoff_then_given_up(engine, clock)
         assert outbox.run_once() == (0, 0)
     assert len(hooks.posts) == 3
     with reading(engine) as repo:
-        [item] = repo.job_notifications(job_id)
-        log = repo.activity(kind="job", object_id=job_id)
+        [item] = repo.notices.job_notifications(job_id)
+        log = repo.log.activity(kind="job", object_id=job_id)
     assert (item.state, item.attempts) == ("failed", 3)
     assert any(e.action == "webhook-failed" for e in log)
 
@@ -111,7 +111,7 @@ def test_a_receiver_that_recovers_gets_it_on_the_retry(engine, clock):
         clock.advance(seconds=30)
         assert outbox.run_once() == (0, 1)
     with reading(engine) as repo:
-        [item] = repo.job_notifications(job_id)
+        [item] = repo.notices.job_notifications(job_id)
     assert (item.state, item.attempts, item.sent_at) == ("sent", 2, clock.now)
     assert len(hooks.posts) == 2
 
@@ -123,7 +123,7 @@ def test_no_smtp_server_listening_is_a_failure_in_one_line(engine, clock):
     outbox = Outbox(engine, settings(free_port()), clock)
     assert outbox.run_once() == (1, 0)
     with reading(engine) as repo:
-        [item] = repo.job_notifications(job_id)
+        [item] = repo.notices.job_notifications(job_id)
     assert item.state == "pending"
     assert item.last_error is not None
     assert item.last_error.startswith("SMTP 127.0.0.1:")
@@ -137,12 +137,12 @@ def test_a_removed_webhook_fails_its_pending_posts_without_retrying(engine, cloc
         outbox = Outbox(engine, settings(), clock)
         assert outbox.notice() == 1
         with transaction(engine) as repo:
-            [hook] = repo.list_webhooks()
-            repo.remove_webhook(hook.id, actor="alice", now=T0)
+            [hook] = repo.notices.list_webhooks()
+            repo.notices.remove_webhook(hook.id, actor="alice", now=T0)
         assert outbox.send_due() == 0
     assert hooks.posts == []
     with reading(engine) as repo:
-        [item] = repo.job_notifications(job_id)
+        [item] = repo.notices.job_notifications(job_id)
     assert (item.state, item.last_error) == ("failed", "the webhook was removed")
 
 
@@ -155,12 +155,12 @@ def test_jobs_ended_before_the_upgrade_are_not_noticed(tmp_path, clock):
     upgrade(url)
     engine = make_engine(url)
     with transaction(engine) as repo:
-        repo.add_user("alice", actor="setup", now=T0)
+        repo.people.add_user("alice", actor="setup", now=T0)
     old = ended_job(engine, T0)
     downgrade(url, "0009")
     upgrade(url)
     new = ended_job(engine, T0)
     with reading(engine) as repo:
-        assert repo.unnoticed_ended_jobs() == [new]
+        assert repo.notices.unnoticed_ended_jobs() == [new]
     assert old < new
     engine.dispose()

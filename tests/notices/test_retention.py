@@ -13,7 +13,7 @@ from tests.notices.conftest import T0, ended_job, open_job
 
 def logs_of(engine, data_dir, job_id):
     with reading(engine) as repo:
-        sets = [s.id for s in repo.load_job(job_id).sets]
+        sets = [s.id for s in repo.jobs.load_job(job_id).sets]
     for set_id in sets:
         folder = set_log_dir(data_dir, set_id) / "s1.lab"
         folder.mkdir(parents=True)
@@ -41,9 +41,9 @@ def test_expired_logs_are_pruned_and_recorded_others_kept(engine, tmp_path):
     assert [p.job_id for p in later] == [sixty]
     assert all(f.exists() for j in (audit, running) for f in folders[j])
     with reading(engine) as repo:
-        record = repo.prune_record(scratch)
-        log = repo.activity(kind="job", object_id=scratch)
-        assert repo.prune_record(audit) is None
+        record = repo.retention.prune_record(scratch)
+        log = repo.log.activity(kind="job", object_id=scratch)
+        assert repo.retention.prune_record(audit) is None
     assert record is not None
     assert record.deleted_at == T0 + timedelta(days=30)
     assert next((e.action, e.actor, e.reason) for e in log) == (

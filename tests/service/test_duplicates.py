@@ -60,7 +60,7 @@ def test_a_job_stored_without_its_event_is_caught_by_the_consistency_pass(engine
     add_systems(engine, service, "a")
     spec = validate_native({"recipe_sets": [{"recipes": [{}]}]}, source="t")
     with transaction(engine) as repo:
-        repo.submit_job(spec, owner="alice", now=NOW, source_format="native")
+        repo.queue.submit_job(spec, owner="alice", now=NOW, source_format="native")
     service.post(ConsistencyDue())  # as after a NOTIFY nobody heard
     service.drain()
     assert len(dispatcher.started) == 1

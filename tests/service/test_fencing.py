@@ -40,7 +40,7 @@ def test_a_deposed_leader_commits_and_dispatches_nothing(engine):
     assert old.deposed.is_set()
     assert old_dispatcher.started == []
     with transaction(engine) as repo:
-        (rs,) = repo.load_job(job_id).sets
+        (rs,) = repo.jobs.load_job(job_id).sets
         assert {r.state for r in rs.recipes} == {RecipeState.NEW}, "nothing was committed"
     new.post(JobSubmitted(job_id))
     new.drain()
@@ -57,9 +57,9 @@ def test_the_consistency_pass_repairs_a_set_the_scheduler_does_not_know(
     add_systems(engine, service, "a")
     spec = validate_native({"recipe_sets": [{"recipes": [{}]}]}, source="t")
     with transaction(engine) as repo:  # queued by a leader that was deposed right after
-        job_id = repo.submit_job(spec, owner="alice", now=NOW, source_format="native")
-        (rs,) = repo.load_job(job_id).sets
-        repo.move_recipe(rs.recipes[0].id, RecipeState.QUEUED, now=NOW)
+        job_id = repo.queue.submit_job(spec, owner="alice", now=NOW, source_format="native")
+        (rs,) = repo.jobs.load_job(job_id).sets
+        repo.moves.move_recipe(rs.recipes[0].id, RecipeState.QUEUED, now=NOW)
     with caplog.at_level(logging.WARNING, logger="labq.scheduler"):
         service.post(ConsistencyDue())
         service.drain()

@@ -15,9 +15,9 @@ from tests.ui.test_pages import UI, log_in
 def test_the_job_page_says_logs_deleted_on_and_shows_failed_notifications(lab: Lab) -> None:
     job_id = submit(lab, "alice", group="kernel-qe")
     with transaction(lab.engine) as repo:
-        repo.cancel_job(job_id, actor="alice", now=T0)
+        repo.queue.cancel_job(job_id, actor="alice", now=T0)
         # nothing listens on port 9: the POST fails and the page says so
-        repo.add_webhook(
+        repo.notices.add_webhook(
             "http://127.0.0.1:9/hook", "s", user="alice", group=None, actor="alice", now=T0
         )
     Outbox(lab.engine, Notify(timeout=2.0), lab.clock).run_once()

@@ -11,11 +11,11 @@ from tests.ui.test_pages import UI, csrf_of, log_in, message
 def start(lab: Lab, job_id: int) -> int:
     """Start the job's set on s2.lab, as the scheduler would; its id."""
     with transaction(lab.engine) as repo:
-        rset = repo.load_job(job_id).sets[0]
+        rset = repo.jobs.load_job(job_id).sets[0]
         recipe = rset.recipes[0].id
-        repo.move_recipe(recipe, RecipeState.QUEUED, now=T0)
-        repo.move_recipe(recipe, RecipeState.SCHEDULED, now=T0, system="s2.lab")
-        repo.start_recipe_set(rset.id, lab="lab1", now=T0, claim="c" * 32)
+        repo.moves.move_recipe(recipe, RecipeState.QUEUED, now=T0)
+        repo.moves.move_recipe(recipe, RecipeState.SCHEDULED, now=T0, system="s2.lab")
+        repo.supervisors.start_recipe_set(rset.id, lab="lab1", now=T0, claim="c" * 32)
     return rset.id
 
 
@@ -34,7 +34,7 @@ def test_anyone_may_clone_from_the_page_and_the_clone_links_back(lab: Lab) -> No
         f'<dt>Cloned from</dt><dd><a href="/ui/jobs/{original}">J:{original}</a></dd>' in page.text
     )
     with reading(lab.engine) as repo:
-        assert repo.load_job(clone).owner == "bob"
+        assert repo.jobs.load_job(clone).owner == "bob"
     assert "Cloned from" not in lab.client.get(f"{UI}/jobs/{original}").text
 
 
@@ -75,5 +75,5 @@ def test_extend_is_offered_and_allowed_exactly_where_the_api_allows_it(lab: Lab)
     )
     assert answer.headers["location"] == f"/ui/jobs/{timed}?note=extended"
     with reading(lab.engine) as repo:
-        assert repo.current_max_time(set_id) == 600 + 1800
+        assert repo.extensions.current_max_time(set_id) == 600 + 1800
     assert "max time 40\xa0min (extended by 30\xa0min)" in lab.client.get(f"{UI}/jobs/{timed}").text

@@ -28,11 +28,11 @@ def shown_text(html: str) -> str:
 def test_a_finished_sets_token_is_not_listed_as_valid(lab: Lab) -> None:
     job = submit(lab, "alice")
     with transaction(lab.engine) as repo:
-        rset = repo.load_job(job).sets[0]
-        token_id, _ = repo.create_token(
+        rset = repo.jobs.load_job(job).sets[0]
+        token_id, _ = repo.tokens.create_token(
             "alice", "set", now=T0 - timedelta(hours=1), recipe_set=rset.id
         )
-        repo.cancel_job(job, actor="alice", now=T0)
+        repo.queue.cancel_job(job, actor="alice", now=T0)
     log_in(lab, "alice")
     page = lab.client.get(f"{UI}/account").text
     row = re.search(rf"<td>{token_id}</td>.*?</tr>", page, re.S)
@@ -46,8 +46,8 @@ def test_a_finished_sets_token_is_not_listed_as_valid(lab: Lab) -> None:
 def test_a_running_sets_token_says_until_when_it_is_valid(lab: Lab) -> None:
     job = submit(lab, "alice")
     with transaction(lab.engine) as repo:
-        rset = repo.load_job(job).sets[0]
-        token_id, _ = repo.create_token("alice", "set", now=T0, recipe_set=rset.id)
+        rset = repo.jobs.load_job(job).sets[0]
+        token_id, _ = repo.tokens.create_token("alice", "set", now=T0, recipe_set=rset.id)
     log_in(lab, "alice")
     page = lab.client.get(f"{UI}/account").text
     row = re.search(rf"<td>{token_id}</td>.*?</tr>", page, re.S)
@@ -93,10 +93,12 @@ def test_the_whatif_page_shows_dates_durations_and_counts_that_agree(lab: Lab) -
     first = submit(lab, "alice")
     submit(lab, "alice")
     with transaction(lab.engine) as repo:  # the first started and ran; the second still waits
-        rset = repo.load_job(first).sets[0]
+        rset = repo.jobs.load_job(first).sets[0]
         recipe = rset.recipes[0].id
-        repo.move_recipe(recipe, RecipeState.SCHEDULED, now=T0, system="s1.lab")
-        assert repo.start_recipe_set(rset.id, lab="lab1", now=T0 + timedelta(seconds=30))
+        repo.moves.move_recipe(recipe, RecipeState.SCHEDULED, now=T0, system="s1.lab")
+        assert repo.supervisors.start_recipe_set(
+            rset.id, lab="lab1", now=T0 + timedelta(seconds=30)
+        )
     log_in(lab, "root")
     since = (T0 - timedelta(days=1)).strftime("%Y-%m-%d %H:%M")
     until = (T0 + timedelta(hours=1)).strftime("%Y-%m-%d %H:%M")
@@ -123,7 +125,7 @@ def test_the_whatif_page_shows_dates_durations_and_counts_that_agree(lab: Lab) -
     assert start.startswith(f"{since.replace(' ', 'T')}:00")
     assert end.startswith(f"{until.replace(' ', 'T')}:00")
     with reading(lab.engine) as repo:
-        assert repo.count_jobs() == 2
+        assert repo.jobs.count_jobs() == 2
 
 
 def test_a_duration_never_breaks_between_its_number_and_its_unit() -> None:

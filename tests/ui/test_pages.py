@@ -74,7 +74,7 @@ def test_the_session_cookie_is_httponly_strict_and_not_the_login_token(lab: Lab)
     assert "Path=/ui" in cookie
     assert lab.tokens["alice"] not in cookie  # a fresh session token, not the one typed
     with reading(lab.engine) as repo:
-        names = [t.name for t in repo.list_tokens("alice")]
+        names = [t.name for t in repo.tokens.list_tokens("alice")]
     assert "web session" in names
 
 
@@ -84,8 +84,8 @@ def test_logging_out_ends_the_session_but_not_the_token_used_to_log_in(lab: Lab)
     answer = lab.client.post(f"{UI}/logout", data={"csrf": csrf_of(lab)}, follow_redirects=False)
     assert answer.status_code == 303
     with transaction(lab.engine) as repo:
-        assert repo.credential(secret, now=T0) is None
-        assert repo.credential(lab.tokens["alice"], now=T0) is not None
+        assert repo.tokens.credential(secret, now=T0) is None
+        assert repo.tokens.credential(lab.tokens["alice"], now=T0) is not None
     lab.client.cookies.set("labq_session", secret, path="/ui")  # a copy kept does not help
     assert lab.client.get(f"{UI}/jobs", follow_redirects=False).status_code == 303
 
@@ -109,10 +109,10 @@ def test_a_wrong_password_and_a_set_token_do_not_log_in(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     with transaction(lab.engine) as repo:
-        repo.set_password("alice", "right one", actor="alice", now=T0)
-        job = repo.submit_job(_spec(), owner="alice", now=T0, source_format="native")
-        set_id = repo.load_job(job).sets[0].id
-        _, set_token = repo.create_token("alice", "set", now=T0, recipe_set=set_id)
+        repo.passwords.set_password("alice", "right one", actor="alice", now=T0)
+        job = repo.queue.submit_job(_spec(), owner="alice", now=T0, source_format="native")
+        set_id = repo.jobs.load_job(job).sets[0].id
+        _, set_token = repo.tokens.create_token("alice", "set", now=T0, recipe_set=set_id)
     answer = post_login(lab, user="alice", password="wrong one")
     assert answer.status_code == 401
     assert "Wrong user name or password" in message(answer)
@@ -138,7 +138,7 @@ def test_a_form_without_the_session_csrf_token_changes_nothing(lab: Lab) -> None
     answer = lab.client.post(f"{UI}/jobs/{job}/cancel", data={})
     assert answer.status_code == 403
     with reading(lab.engine) as repo:
-        assert repo.load_job(job).state is RecipeState.NEW
+        assert repo.jobs.load_job(job).state is RecipeState.NEW
     assert "JobsCancelled" not in lab.events.names()
 
 
@@ -164,7 +164,7 @@ def test_cancel_is_offered_and_allowed_exactly_where_the_api_allows_it(lab: Lab)
     assert answer.headers["location"] == f"/ui/jobs/{alices}?note=cancelled"
     assert lab.events.names()[-1] == "JobsCancelled"
     with reading(lab.engine) as repo:
-        assert repo.load_job(alices).state is RecipeState.CANCELLED
+        assert repo.jobs.load_job(alices).state is RecipeState.CANCELLED
 
 
 def test_only_an_admin_is_offered_and_allowed_a_higher_priority(lab: Lab) -> None:
@@ -199,7 +199,7 @@ def test_a_bad_file_is_refused_with_its_name_line_and_place(lab: Lab) -> None:
     assert "problems" not in answer.text  # one problem: no list
     assert "Traceback" not in answer.text
     with reading(lab.engine) as repo:
-        assert repo.count_jobs() == 0
+        assert repo.jobs.count_jobs() == 0
 
 
 def test_a_beaker_file_is_submitted_through_the_api_loader(lab: Lab) -> None:
@@ -211,16 +211,18 @@ def test_a_beaker_file_is_submitted_through_the_api_loader(lab: Lab) -> None:
     assert answer.status_code == 303, message(answer)
     job = int(answer.headers["location"].split("/")[-1].split("?")[0])
     with reading(lab.engine) as repo:
-        assert repo.load_job(job).source_format == "beaker"
+        assert repo.jobs.load_job(job).source_format == "beaker"
     assert (JobSubmitted(job), True) in lab.events.calls
 
 
 def test_a_retry_is_marked_and_linked_to_its_original(lab: Lab) -> None:
     job = submit(lab, "alice")
     with transaction(lab.engine) as repo:
-        first = repo.load_job(job).sets[0]
-        repo.move_recipe(first.recipes[0].id, RecipeState.ABORTED, now=T0, reason="power lost")
-        retry = repo.clone_recipe_set(first.id, actor="scheduler", now=T0)
+        first = repo.jobs.load_job(job).sets[0]
+        repo.moves.move_recipe(
+            first.recipes[0].id, RecipeState.ABORTED, now=T0, reason="power lost"
+        )
+        retry = repo.retries.clone_recipe_set(first.id, actor="scheduler", now=T0)
     log_in(lab, "alice")
     page = lab.client.get(f"{UI}/jobs/{job}").text
     assert f'<a class="tag retry" href="#set-{first.id}">retry of RS:{first.id}</a>' in page
@@ -235,8 +237,8 @@ def test_the_live_part_of_a_job_says_when_it_is_finished(lab: Lab) -> None:
     log_in(lab, "alice")
     assert 'data-live-status="running"' in lab.client.get(f"{UI}/jobs/{job}/live").text
     with transaction(lab.engine) as repo:
-        recipe = repo.load_job(job).sets[0].recipes[0].id
-        repo.move_recipe(recipe, RecipeState.CANCELLED, now=T0)
+        recipe = repo.jobs.load_job(job).sets[0].recipes[0].id
+        repo.moves.move_recipe(recipe, RecipeState.CANCELLED, now=T0)
     live = lab.client.get(f"{UI}/jobs/{job}/live")
     assert 'data-live-status="finished"' in live.text
     assert "<html" not in live.text  # a fragment, not a page
@@ -397,7 +399,7 @@ def test_cancelling_a_run_from_its_page_follows_the_api_rules(lab: Lab) -> None:
     )
     assert answer.headers["location"] == "/ui/runs/alices?note=cancelled"
     with reading(lab.engine) as repo:
-        assert all(repo.load_job(i).state is RecipeState.CANCELLED for i in ids)
+        assert all(repo.jobs.load_job(i).state is RecipeState.CANCELLED for i in ids)
     shown = lab.client.get(f"{UI}/runs/alices?note=cancelled")
     assert message(shown, "note") == "The run's unfinished jobs were cancelled."
     assert "Cancel run" not in shown.text
@@ -407,11 +409,13 @@ def test_the_agents_page_says_which_agent_is_online_and_which_labs_the_server_ru
     lab: Lab,
 ) -> None:
     with transaction(lab.engine) as repo:
-        repo.add_lab("far", actor="root", now=T0)
-        quiet, _secret = repo.create_agent("far-old", ["far"], now=T0, actor="root")
-        live, _secret = repo.create_agent("far-new", ["far"], now=T0, actor="root")
-        repo.agent_seen(quiet.id, now=T0 - timedelta(hours=1), version="0.9", host="old.far")
-        repo.agent_seen(live.id, now=T0, running=3, version="1.0", host="new.far", max_sets=20)
+        repo.systems.add_lab("far", actor="root", now=T0)
+        quiet, _secret = repo.agents.create_agent("far-old", ["far"], now=T0, actor="root")
+        live, _secret = repo.agents.create_agent("far-new", ["far"], now=T0, actor="root")
+        repo.agents.agent_seen(quiet.id, now=T0 - timedelta(hours=1), version="0.9", host="old.far")
+        repo.agents.agent_seen(
+            live.id, now=T0, running=3, version="1.0", host="new.far", max_sets=20
+        )
     log_in(lab, "bob")
     page = lab.client.get(f"{UI}/agents")
     assert page.status_code == 200
@@ -485,4 +489,4 @@ def test_a_file_with_several_problems_shows_every_one_as_a_list(lab: Lab) -> Non
     ]
     assert "more problem" not in answer.text
     with reading(lab.engine) as repo:
-        assert repo.count_jobs() == 0
+        assert repo.jobs.count_jobs() == 0

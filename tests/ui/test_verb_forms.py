@@ -35,7 +35,7 @@ def test_a_user_reserves_a_free_system_for_some_hours(lab: Lab) -> None:
     assert answer.headers["location"] == "/ui/systems/s2.lab?note=reserved"
     assert lab.events.names()[-1] == "JobSubmitted"
     with reading(lab.engine) as repo:
-        (job,) = repo.list_jobs()
+        (job,) = repo.jobs.list_jobs()
     assert job.owner == "bob"
     assert job.spec.whiteboard == "reserve s2.lab for bob"
     reservesys = job.sets[0].spec.recipes[0].metadata["reservesys"]
@@ -65,7 +65,7 @@ def test_a_held_system_cannot_be_reserved_and_a_bad_duration_is_refused(lab: Lab
     )
     assert too_long.status_code == 422
     with reading(lab.engine) as repo:
-        assert repo.list_jobs() == []
+        assert repo.jobs.list_jobs() == []
 
 
 def test_only_the_holder_or_an_admin_may_release(lab: Lab) -> None:
@@ -89,7 +89,7 @@ def test_only_the_holder_or_an_admin_may_release(lab: Lab) -> None:
     assert answer.headers["location"] == "/ui/systems/s1.lab?note=released"
     assert lab.events.names()[-1] == "ReservationChanged"
     with reading(lab.engine) as repo:
-        assert repo.reservation_of("s1.lab") is None
+        assert repo.reservations.reservation_of("s1.lab") is None
 
 
 def test_only_an_admin_is_offered_and_allowed_a_loan(lab: Lab) -> None:
@@ -113,7 +113,7 @@ def test_only_an_admin_is_offered_and_allowed_a_loan(lab: Lab) -> None:
     )
     assert answer.headers["location"] == "/ui/systems/s2.lab?note=loaned"
     with reading(lab.engine) as repo:
-        held = repo.reservation_of("s2.lab")
+        held = repo.reservations.reservation_of("s2.lab")
     assert held is not None
     assert held.holder == "carol"
     assert held.until is not None
@@ -134,8 +134,8 @@ def test_only_an_admin_may_remove_a_system(lab: Lab) -> None:
     )
     assert answer.headers["location"] == "/ui/systems/s2.lab?note=removed"
     with reading(lab.engine) as repo:
-        assert repo.get_system("s2.lab").condition is Condition.REMOVED
-        assert repo.condition_reason("s2.lab") == "dead disk"
+        assert repo.systems.get_system("s2.lab").condition is Condition.REMOVED
+        assert repo.systems.condition_reason("s2.lab") == "dead disk"
     page = lab.client.get(f"{UI}/systems/s2.lab")
     assert "Remove system" not in page.text
     assert "Reserve for" not in page.text
@@ -165,9 +165,9 @@ def test_cancelling_the_jobs_shown_cancels_those_allowed_and_lists_the_refused(
     assert f"job {bobs} belongs to &#39;bob&#39;; &#39;alice&#39; may not change it" in answer.text
     assert lab.events.names()[-1] == "JobsCancelled"
     with reading(lab.engine) as repo:
-        assert [repo.load_job(i).state for i in alices] == [RecipeState.CANCELLED] * 2
-        assert repo.load_job(bobs).state is RecipeState.NEW
-        assert repo.load_job(other).state is RecipeState.NEW
+        assert [repo.jobs.load_job(i).state for i in alices] == [RecipeState.CANCELLED] * 2
+        assert repo.jobs.load_job(bobs).state is RecipeState.NEW
+        assert repo.jobs.load_job(other).state is RecipeState.NEW
 
 
 def test_cancelling_with_no_filter_is_refused(lab: Lab) -> None:
@@ -179,7 +179,7 @@ def test_cancelling_with_no_filter_is_refused(lab: Lab) -> None:
     bad = lab.client.post(f"{UI}/jobs/cancel", data={"csrf": csrf_of(lab), "owner": "a\x00b"})
     assert bad.status_code == 422
     with reading(lab.engine) as repo:
-        assert repo.load_job(job).state is RecipeState.NEW
+        assert repo.jobs.load_job(job).state is RecipeState.NEW
 
 
 def test_a_webhook_is_added_with_its_secret_shown_once_and_removed(lab: Lab) -> None:
@@ -190,7 +190,7 @@ def test_a_webhook_is_added_with_its_secret_shown_once_and_removed(lab: Lab) -> 
     )
     assert added.status_code == 200
     with reading(lab.engine) as repo:
-        (hook,) = repo.list_webhooks()
+        (hook,) = repo.notices.list_webhooks()
     assert (hook.url, hook.user, hook.created_by) == ("https://ci.example/hook", "alice", "alice")
     with lab.engine.connect() as conn:
         stored = conn.execute(select(Webhooks.secret).where(Webhooks.id == hook.id)).scalar_one()
@@ -208,7 +208,7 @@ def test_a_webhook_is_added_with_its_secret_shown_once_and_removed(lab: Lab) -> 
     )
     assert removed.headers["location"] == "/ui/account?note=webhook-removed"
     with reading(lab.engine) as repo:
-        assert repo.list_webhooks() == []
+        assert repo.notices.list_webhooks() == []
 
 
 def test_a_bad_url_and_someone_elses_webhook_are_refused(lab: Lab) -> None:
@@ -222,7 +222,7 @@ def test_a_bad_url_and_someone_elses_webhook_are_refused(lab: Lab) -> None:
         f"{UI}/account/webhooks", data={"csrf": csrf_of(lab), "url": "http://a.example"}
     )
     with reading(lab.engine) as repo:
-        (hook,) = repo.list_webhooks()
+        (hook,) = repo.notices.list_webhooks()
     switch_to(lab, "bob")
     assert "http://a.example" not in lab.client.get(f"{UI}/account").text
     refused = lab.client.post(
@@ -231,4 +231,4 @@ def test_a_bad_url_and_someone_elses_webhook_are_refused(lab: Lab) -> None:
     assert refused.status_code == 403
     assert message(refused) == f"'bob' may not remove webhook {hook.id}"
     with reading(lab.engine) as repo:
-        assert [h.id for h in repo.list_webhooks()] == [hook.id]
+        assert [h.id for h in repo.notices.list_webhooks()] == [hook.id]

@@ -12,4 +12,4 @@ __all__ = ["conn", "db", "repo", "seeded", "sqlite_template", "user"]
 
 def user(repo: Repository, name: str) -> User:
     """A stored user as the use cases get it from an adapter."""
-    return repo.get_user(name)
+    return repo.people.get_user(name)

@@ -27,13 +27,13 @@ GROUP = "group: kernel-qe\n"
 
 
 def _jobs(repo: Repository) -> int:
-    return repo.count_found(JobQuery())
+    return repo.jobs.count_found(JobQuery())
 
 
 def test_a_member_submits_for_their_group(seeded: Repository) -> None:
     repo = seeded
     job_id = submit_job(repo, user(repo, "alice"), job_spec(group="kernel-qe"), "native", now=at(1))
-    job = repo.load_job(job_id)
+    job = repo.jobs.load_job(job_id)
     assert (job.owner, job.group) == ("alice", "kernel-qe")
 
 
@@ -48,7 +48,7 @@ def test_a_non_member_may_not_submit_for_a_group(seeded: Repository) -> None:
 
 def test_a_job_a_reject_rule_matches_is_refused(seeded: Repository) -> None:
     repo = seeded
-    rule = repo.add_filter(
+    rule = repo.filters.add_filter(
         action="reject",
         actor="alice",
         now=at(0),

@@ -29,7 +29,7 @@ class Posted:
 
 
 def submit(repo: Repository, caller: User, spec: JobSpec) -> int:
-    return repo.submit_job(spec, owner=caller.name, now=at(1), source_format="native")
+    return repo.queue.submit_job(spec, owner=caller.name, now=at(1), source_format="native")
 
 
 def test_a_non_admin_may_not_add_a_system(seeded: Repository) -> None:
@@ -37,7 +37,7 @@ def test_a_non_admin_may_not_add_a_system(seeded: Repository) -> None:
     with pytest.raises(ForbiddenError, match="only admins may do this, and 'alice' is not one"):
         systems.add_system(seeded, ALICE, System("s9.lab", "lab1"), now=at(1), sink=sink)
     with pytest.raises(NotFoundError):
-        seeded.get_system("s9.lab")
+        seeded.systems.get_system("s9.lab")
     assert sink.events == []
 
 
@@ -56,17 +56,17 @@ def test_a_system_someone_else_holds_may_not_be_reserved(seeded: Repository) -> 
         seeded, ADMIN, "s1.lab", "bob", seconds=None, reason="debugging", now=at(1), sink=sink
     )
     assert sink.events == [ReservationChanged("s1.lab")]
-    jobs_before = len(seeded.list_jobs())
+    jobs_before = len(seeded.jobs.list_jobs())
     with pytest.raises(ConflictError, match=r"s1\.lab is already"):
         reservations.reserve_system(seeded, ALICE, "s1.lab", 3600, submit=submit, sink=sink)
-    assert len(seeded.list_jobs()) == jobs_before  # no reservation job queued
+    assert len(seeded.jobs.list_jobs()) == jobs_before  # no reservation job queued
     assert sink.events == [ReservationChanged("s1.lab")]
 
 
 def test_a_free_system_is_reserved_by_a_job_pinned_to_it(seeded: Repository) -> None:
     sink = Posted()
     job_id = reservations.reserve_system(seeded, ALICE, "s2.lab", 3600, submit=submit, sink=sink)
-    job = seeded.load_job(job_id)
+    job = seeded.jobs.load_job(job_id)
     assert job.owner == "alice"
     assert job.spec.recipe_sets[0].recipes[0].force == "s2.lab"
     assert sink.events == [JobSubmitted(job_id)]
@@ -81,7 +81,7 @@ def test_only_the_holder_or_an_admin_releases(seeded: Repository) -> None:
         reservations.release_system(seeded, ALICE, "s1.lab", now=at(2), sink=sink)
     released = reservations.release_system(seeded, BOB, "s1.lab", now=at(2), sink=sink)
     assert released.holder == "bob"
-    assert seeded.reservation_of("s1.lab") is None
+    assert seeded.reservations.reservation_of("s1.lab") is None
 
 
 def test_a_non_admin_may_not_loan(seeded: Repository) -> None:
@@ -90,7 +90,7 @@ def test_a_non_admin_may_not_loan(seeded: Repository) -> None:
         reservations.loan_system(
             seeded, ALICE, "s1.lab", "alice", seconds=None, reason=None, now=at(1), sink=sink
         )
-    assert seeded.reservation_of("s1.lab") is None
+    assert seeded.reservations.reservation_of("s1.lab") is None
     assert sink.events == []
 
 

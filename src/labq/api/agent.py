@@ -53,7 +53,7 @@ def agent(
             401, "this needs an agent token (Authorization: Bearer lqa_…)", headers=BEARER
         )
     with reading(state.engine) as repo:
-        found = repo.agent_by_secret(token.credentials)
+        found = repo.agents.agent_by_secret(token.credentials)
     if found is None:
         raise ApiError(401, "the agent token is unknown or revoked", headers=BEARER)
     return found
@@ -122,7 +122,7 @@ def lost(exc: ClaimLost) -> JSONResponse:
 def hello(state: StateDep, me: AgentDep, body: HelloBody) -> dict[str, Any]:
     """The agent starts: it is recorded, and told its labs and the heartbeat settings."""
     with transaction(state.engine) as repo:
-        repo.agent_seen(
+        repo.agents.agent_seen(
             me.id, now=state.clock(), version=body.version, host=body.host, max_sets=body.max_sets
         )
     health = state.settings.health
@@ -163,10 +163,10 @@ def beat(state: StateDep, me: AgentDep, body: BeatBody) -> dict[str, Any]:
     """The agent is alive, and so is each set it names: each is told carry on, stop or lost."""
     now = state.clock()
     with transaction(state.engine) as repo:
-        repo.agent_seen(me.id, now=now, running=body.running)
-        told = repo.agent_beat(me.id, [(s.set, s.claim) for s in body.sets], now=now)
+        repo.agents.agent_seen(me.id, now=now, running=body.running)
+        told = repo.agents.agent_beat(me.id, [(s.set, s.claim) for s in body.sets], now=now)
         alive = [k for k, v in told.items() if v is not Beat.LOST]
-        deadlines = repo.deadlines(me.id, alive)
+        deadlines = repo.agents.deadlines(me.id, alive)
     return {
         "sets": {str(k): v.value for k, v in told.items()},
         "deadlines": {str(k): v for k, v in deadlines.items()},
@@ -208,7 +208,7 @@ async def upload_log(
         raise ApiError(413, f"a log chunk is at most {MAX_CHUNK} bytes", place="body")
     rel = remote.relative_log(path)
     with reading(state.engine) as repo:
-        if not repo.owns_set(set_id, x_labq_claim, me.id):
+        if not repo.agents.owns_set(set_id, x_labq_claim, me.id):
             raise ApiError(403, f"recipe set {set_id} is not this agent's under that claim")
     target = set_log_dir(state.settings.data_path(), set_id) / rel
     size = await run_in_threadpool(append_at, target, offset, chunk)

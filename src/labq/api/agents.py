@@ -29,7 +29,7 @@ class AgentBody(Body):
 def list_agents(state: StateDep, _: UserDep) -> dict[str, Any]:
     """Every agent: labs, version, host, last heartbeat, sets running, online or offline."""
     with reading(state.engine) as repo:
-        found = repo.list_agents()
+        found = repo.agents.list_agents()
     now, timeout = state.clock(), state.settings.health.heartbeat_timeout
     return {"agents": [agent_json(a, now, timeout) for a in found]}
 

@@ -21,7 +21,8 @@ from labq.gateway.errors import ApiError
 from labq.gateway.posting import committing
 from labq.gateway.schemas import INT4_MAX, INTEGRAL, NO_NUL, Body, Name, Reason, RowId
 from labq.store import Repository, reading
-from labq.store.admission import FilterView, PauseView
+from labq.store.filters import FilterView
+from labq.store.pauses import PauseView
 from labq.usecases import filters as rules
 
 router = APIRouter(prefix="/filters", tags=["filters"])
@@ -66,7 +67,7 @@ class ResumeBody(Body):
 def list_filters(app: StateDep, _: UserDep) -> dict[str, Any]:
     """Every rule, in the order they are tried (priority, then id)."""
     with reading(app.engine) as repo:
-        return {"filters": [filter_json(f) for f in repo.list_filters()]}
+        return {"filters": [filter_json(f) for f in repo.filters.list_filters()]}
 
 
 @router.post("", status_code=201)
@@ -113,8 +114,8 @@ def filter_json(view: FilterView) -> dict[str, Any]:
 def admit_job(repo: Repository, job_id: int, spec: JobSpec) -> None:
     """Inside the submitting transaction: store ``depends`` (422 naming ``depends[i]``) and
     refuse the job while a reject rule matches it (409); either way nothing is stored."""
-    repo.add_dependencies(job_id, spec.depends)
-    rule = repo.rejecting_rule(job_id)
+    repo.admission.add_dependencies(job_id, spec.depends)
+    rule = repo.admission.rejecting_rule(job_id)
     if rule is not None:
         raise ApiError(409, f"the job is refused: rejected by {rule.describe()}")
 
@@ -126,7 +127,7 @@ def admit_job(repo: Repository, job_id: int, spec: JobSpec) -> None:
 def list_pauses(app: StateDep, _: UserDep) -> dict[str, Any]:
     """The labs whose queue is paused now."""
     with reading(app.engine) as repo:
-        return {"pauses": [pause_json(p) for p in repo.list_pauses(now=app.clock())]}
+        return {"pauses": [pause_json(p) for p in repo.pauses.list_pauses(now=app.clock())]}
 
 
 @pauses.post("/pause", responses=answers(404))

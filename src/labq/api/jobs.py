@@ -149,14 +149,14 @@ def list_jobs(
 def show_job(job_id: RowId, app: StateDep, _: UserDep) -> dict[str, Any]:
     """A job with every set (retries included), recipe and task."""
     with reading(app.engine) as repo:
-        return job_json(repo.load_job(job_id))
+        return job_json(repo.jobs.load_job(job_id))
 
 
 @router.get("/{job_id}/history", responses=answers(404))
 def job_history(job_id: RowId, app: StateDep, _: UserDep) -> dict[str, Any]:
     """Every state each recipe went through, with when and why."""
     with reading(app.engine) as repo:
-        job = repo.load_job(job_id)
+        job = repo.jobs.load_job(job_id)
         recipes = [
             {
                 "id": recipe.id,
@@ -164,7 +164,7 @@ def job_history(job_id: RowId, app: StateDep, _: UserDep) -> dict[str, Any]:
                 "system": recipe.system,
                 "history": [
                     {"state": h.state.value, "at": h.at, "reason": h.reason}
-                    for h in repo.recipe_history(recipe.id)
+                    for h in repo.moves.recipe_history(recipe.id)
                 ],
             }
             for rset in job.sets
@@ -190,7 +190,7 @@ def job_results(
 ) -> Any:
     """Results of every recipe and task; ``?format=junit``: as JUnit XML, logs attached."""
     with reading(app.engine) as repo:
-        job = repo.load_job(job_id)
+        job = repo.jobs.load_job(job_id)
     if fmt == "junit":
         document = junit_xml(job, log_reader(app.settings.data_path()))
         return Response(document, media_type="application/xml")
@@ -228,8 +228,8 @@ def list_logs(job_id: RowId, app: StateDep, _: UserDep) -> dict[str, Any]:
     """Each recipe's archived log files, as paths relative to the data directory, and when
     retention deleted them (``logs_deleted_at``; null while they are kept)."""
     with reading(app.engine) as repo:
-        job = repo.load_job(job_id)
-        pruned = repo.prune_record(job_id)
+        job = repo.jobs.load_job(job_id)
+        pruned = repo.retention.prune_record(job_id)
     logs = log_files(job, app.settings.data_path())
     return {
         "id": job_id,

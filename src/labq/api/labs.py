@@ -19,7 +19,7 @@ router = APIRouter(prefix="/labs", tags=["labs"])
 def list_labs(state: StateDep, _: UserDep) -> dict[str, Any]:
     """Every lab's name."""
     with reading(state.engine) as repo:
-        return {"labs": [{"name": name} for name in repo.list_labs()]}
+        return {"labs": [{"name": name} for name in repo.systems.list_labs()]}
 
 
 @router.post("", status_code=201, responses=answers(409))

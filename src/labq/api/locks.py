@@ -88,8 +88,8 @@ def _wanted(refs: list[LockRef]) -> list[locks.Wanted]:
 def list_locks(state: StateDep, _: UserDep) -> dict[str, Any]:
     """Who holds which lock, and who waits, first come first."""
     with reading(state.engine) as repo:
-        held = repo.held_locks()
-        waits = repo.lock_waits(now=state.clock())
+        held = repo.locks.held_locks()
+        waits = repo.locks.lock_waits(now=state.clock())
     return {
         "held": [
             {"set": set_id, **_grant_json(grant)}

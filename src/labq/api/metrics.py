@@ -18,7 +18,7 @@ from fastapi import APIRouter, Request, Response
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import choose_encoder
-from sqlalchemy import Engine, case, func, select
+from sqlalchemy import Engine
 
 from labq.domain.priority import Priority
 from labq.domain.states import Condition, RecipeState, Usage
@@ -26,8 +26,6 @@ from labq.gateway.deps import StateDep, UserDep
 from labq.scheduler.entries import SchedulerConfig, SetEntry
 from labq.scheduler.order import aged_priority
 from labq.store import Repository, epoch, reading
-from labq.store.jobstate import STATE_CODES
-from labq.store.tables import Labs, Recipes, RecipeSets, Systems
 from labq.usecases.timing import DECISION_SECONDS
 
 # Not in the OpenAPI document: it is not JSON, and docs/metrics.md describes it.
@@ -79,7 +77,7 @@ def agents(repo: Repository, now: datetime, timeout: float) -> list[Metric]:
     quiet = GaugeMetricFamily(
         "labq_agent_last_seen_seconds", "Seconds since the agent was last heard", labels=["agent"]
     )
-    for agent in repo.list_agents():
+    for agent in repo.agents.list_agents():
         if agent.revoked_at is not None:
             continue
         up.add_metric([agent.name], 1.0 if agent.online(now, timeout) else 0.0)
@@ -95,37 +93,24 @@ def queue_length(repo: Repository, config: SchedulerConfig, now: datetime) -> Me
     As ``GET /queue`` shows them: the lab is ``""`` while a set holds nothing,
     and the nominal priority is after aging (``aging.bump_after``).
     """
-    held = (
-        select(Recipes.recipe_set_id.label("set_id"), func.min(Labs.name).label("lab"))
-        .join(Systems, Systems.recipe_id == Recipes.id)
-        .join(Labs, Labs.id == Systems.lab_id)
-        .group_by(Recipes.recipe_set_id)
-        .subquery()
-    )
-    stmt = (
-        select(RecipeSets.id, RecipeSets.job_id, RecipeSets.priority, RecipeSets.submitted_at)
-        .add_columns(held.c.lab)
-        .outerjoin(held, held.c.set_id == RecipeSets.id)
-        .where(RecipeSets.started_at.is_(None), RecipeSets.finished_at.is_(None))
-    )
     at = epoch(now)
     counts: Counter[tuple[str, str]] = Counter()
-    for set_id, job_id, priority, submitted_at, lab in repo.conn.execute(stmt):
+    for queued in repo.figures.queued_sets():
         entry = SetEntry(
-            id=set_id,
-            job=job_id,
-            priority=Priority.parse(priority),
-            submitted=epoch(submitted_at),
+            id=queued.id,
+            job=queued.job_id,
+            priority=Priority.parse(queued.priority),
+            submitted=epoch(queued.submitted_at),
             recipes=[],
         )
-        counts[lab or "", aged_priority(entry, at, config).label] += 1
+        counts[queued.lab or "", aged_priority(entry, at, config).label] += 1
     family = GaugeMetricFamily(
         "labq_queue_length",
         "Recipe sets queued (not started, not ended), by the lab they hold systems in"
         ' ("" while they hold none) and nominal priority after aging, as GET /api/v1/queue.',
         labels=["lab", "priority"],
     )
-    for lab in ["", *repo.list_labs()]:
+    for lab in ["", *repo.systems.list_labs()]:
         for level in Priority:
             family.add_metric([lab, level.label], counts[lab, level.label])
     return family
@@ -133,18 +118,13 @@ def queue_length(repo: Repository, config: SchedulerConfig, now: datetime) -> Me
 
 def systems(repo: Repository) -> Metric:
     """Systems by lab, condition and usage, as ``GET /systems`` lists them (zeros included)."""
-    stmt = (
-        select(Labs.name, Systems.condition, Systems.usage, func.count())
-        .join(Labs, Labs.id == Systems.lab_id)
-        .group_by(Labs.name, Systems.condition, Systems.usage)
-    )
-    counts = {(lab, c, u): n for lab, c, u, n in repo.conn.execute(stmt)}
+    counts = repo.figures.system_counts()
     family = GaugeMetricFamily(
         "labq_systems",
         "Systems by lab, condition and usage, as GET /api/v1/systems lists them.",
         labels=["lab", "condition", "usage"],
     )
-    for lab in repo.list_labs():
+    for lab in repo.systems.list_labs():
         for condition in Condition:
             for usage in Usage:
                 key = (lab, condition.value, usage.value)
@@ -155,29 +135,14 @@ def systems(repo: Repository) -> Metric:
 def recipe_sets(repo: Repository) -> list[Metric]:
     """Sets started, ended (by outcome) and retried since the database began.
 
-    A set's outcome is its derived state: aborted if a recipe aborted, else
-    cancelled if one was, else completed (the rule of ``GET /jobs/{id}``).
-    Retried counts the clones made by retries, the sets with ``retry_of``.
+    A set's outcome is its derived state (see :meth:`~labq.store.figures.FigureStore.set_totals`);
+    retried counts the clones made by retries, the sets with ``retry_of``.
     """
-    started, retried = repo.conn.execute(
-        select(
-            func.count(RecipeSets.started_at),
-            func.count(RecipeSets.retry_of),
-        )
-    ).one()
-    code = case({s.value: c for s, c in STATE_CODES.items()}, value=Recipes.state)
-    per_set = (
-        select(func.min(code).label("code"))
-        .select_from(RecipeSets)
-        .join(Recipes, Recipes.recipe_set_id == RecipeSets.id)
-        .where(RecipeSets.finished_at.is_not(None))
-        .group_by(RecipeSets.id)
-        .subquery()
-    )
-    by_code = select(per_set.c.code, func.count()).group_by(per_set.c.code)
-    ended = {int(code): int(n) for code, n in repo.conn.execute(by_code)}
+    totals = repo.figures.set_totals()
     started_family = CounterMetricFamily(
-        "labq_recipe_sets_started", "Recipe sets that started (got all their systems).", started
+        "labq_recipe_sets_started",
+        "Recipe sets that started (got all their systems).",
+        totals.started,
     )
     finished = CounterMetricFamily(
         "labq_recipe_sets_finished",
@@ -185,9 +150,11 @@ def recipe_sets(repo: Repository) -> list[Metric]:
         labels=["outcome"],
     )
     for outcome in OUTCOMES:
-        finished.add_metric([outcome.value], ended.get(STATE_CODES[outcome], 0))
+        finished.add_metric([outcome.value], totals.ended.get(outcome, 0))
     retried_family = CounterMetricFamily(
-        "labq_recipe_sets_retried", "Recipe sets retried: the clones made of aborted sets.", retried
+        "labq_recipe_sets_retried",
+        "Recipe sets retried: the clones made of aborted sets.",
+        totals.retried,
     )
     return [started_family, finished, retried_family]
 
@@ -198,7 +165,7 @@ def lock_service(repo: Repository, now: datetime) -> list[Metric]:
         "labq_lock_waits", "Recipe sets waiting for a lock, by lock level", labels=["level"]
     )
     per_level: dict[str, int] = {}
-    for wait in repo.lock_waits(now=now):
+    for wait in repo.locks.lock_waits(now=now):
         for level in sorted({g.level for g in wait.grants}):
             per_level[level] = per_level.get(level, 0) + 1
     for level, count in sorted(per_level.items()):
@@ -207,7 +174,7 @@ def lock_service(repo: Repository, now: datetime) -> list[Metric]:
         "labq_locks_held", "Locks held by running recipe sets", labels=["level", "mode"]
     )
     counts: dict[tuple[str, str], int] = {}
-    for grants in repo.held_locks().values():
+    for grants in repo.locks.held_locks().values():
         for grant in grants:
             key = (grant.level, "exclusive" if grant.exclusive else "shared")
             counts[key] = counts.get(key, 0) + 1

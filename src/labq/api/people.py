@@ -70,7 +70,7 @@ def token_json(token: TokenView) -> dict[str, Any]:
 def list_users(state: StateDep, _: UserDep) -> dict[str, Any]:
     """Every user with their groups."""
     with reading(state.engine) as repo:
-        return {"users": [user_json(u) for u in repo.list_users()]}
+        return {"users": [user_json(u) for u in repo.people.list_users()]}
 
 
 @users.get("/me")
@@ -91,8 +91,8 @@ def add_user(body: UserBody, state: StateDep, admin: AdminDep) -> dict[str, Any]
 def list_groups(state: StateDep, _: UserDep) -> dict[str, Any]:
     """Every group with its members (everyone is in ``everybody`` without being listed)."""
     with reading(state.engine) as repo:
-        names = repo.list_groups()
-        people = repo.list_users()
+        names = repo.people.list_groups()
+        people = repo.people.list_users()
     return {
         "groups": [{"name": g, "members": [u.name for u in people if g in u.groups]} for g in names]
     }
@@ -127,7 +127,7 @@ def list_tokens(state: StateDep, caller: UserDep, user: str | None = None) -> di
     """Your tokens (admins: ``?user=``), revoked and expired ones included."""
     whose = people.tokens_owner(caller, user)
     with reading(state.engine) as repo:
-        return {"tokens": [token_json(t) for t in repo.list_tokens(whose)]}
+        return {"tokens": [token_json(t) for t in repo.tokens.list_tokens(whose)]}
 
 
 @tokens.post("", status_code=201, responses=answers(404))

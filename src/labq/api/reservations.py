@@ -48,7 +48,7 @@ def reservation_json(found: ReservationView) -> dict[str, Any]:
 def list_reservations(state: StateDep, _: UserDep) -> dict[str, Any]:
     """Every open reservation and loan, by system."""
     with reading(state.engine) as repo:
-        found = repo.open_reservations()
+        found = repo.reservations.open_reservations()
     return {"reservations": [reservation_json(r) for r in found.values()]}
 
 

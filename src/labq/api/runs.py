@@ -80,8 +80,8 @@ def list_runs(
 ) -> dict[str, Any]:
     """A page of runs, newest first, each with its counts."""
     with reading(app.engine) as repo:
-        total = repo.count_runs()
-        runs = repo.list_runs(limit=limit, offset=offset)
+        total = repo.runs.count_runs()
+        runs = repo.runs.list_runs(limit=limit, offset=offset)
     return {
         "total": total,
         "limit": limit,
@@ -94,7 +94,7 @@ def list_runs(
 def show_run(name: str, app: StateDep, _: UserDep) -> dict[str, Any]:
     """A run with its counts and every job in it."""
     with reading(app.engine) as repo:
-        run = repo.load_run(name)
+        run = repo.runs.load_run(name)
     return {**summary_json(run.summary), "jobs": [job_summary(j) for j in run.jobs]}
 
 

@@ -140,11 +140,11 @@ def list_systems(
 ) -> dict[str, Any]:
     """Systems by fqdn, optionally only one lab's or one pool's."""
     with reading(state.engine) as repo:
-        held = repo.open_reservations()
+        held = repo.reservations.open_reservations()
         return {
             "systems": [
                 {**system_json(s), "reservation": _held(held.get(s.fqdn))}
-                for s in repo.list_systems(lab=lab, pool=pool)
+                for s in repo.systems.list_systems(lab=lab, pool=pool)
             ]
         }
 
@@ -153,8 +153,8 @@ def list_systems(
 def show_system(fqdn: str, state: StateDep, _: UserDep) -> dict[str, Any]:
     """One system, with the reason its condition was last set."""
     with reading(state.engine) as repo:
-        shown = system_json(repo.get_system(fqdn), repo.condition_reason(fqdn))
-        return {**shown, "reservation": _held(repo.reservation_of(fqdn))}
+        shown = system_json(repo.systems.get_system(fqdn), repo.systems.condition_reason(fqdn))
+        return {**shown, "reservation": _held(repo.reservations.reservation_of(fqdn))}
 
 
 def _held(found: ReservationView | None) -> dict[str, Any] | None:
@@ -166,8 +166,8 @@ def _held(found: ReservationView | None) -> dict[str, Any] | None:
 def usage_history(fqdn: str, state: StateDep, _: UserDep) -> dict[str, Any]:
     """Every usage and condition the system went through, oldest first (epoch seconds)."""
     with reading(state.engine) as repo:
-        rows = repo.usage_history(fqdn)
-        changes = repo.system_changes(fqdn)
+        rows = repo.systems.usage_history(fqdn)
+        changes = repo.system_edits.system_changes(fqdn)
     return {
         "fqdn": fqdn,
         "changes": [change_json(c) for c in changes],

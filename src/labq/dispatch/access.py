@@ -28,9 +28,9 @@ def set_credentials(engine: Engine, set_id: int, claim: str, api_url: str | None
         return {}
     now = datetime.now(UTC)
     with transaction(engine) as repo:
-        repo.guard_claim(set_id, claim)
-        owner = repo.load_job(repo.get_recipe_set(set_id).job_id).owner
-        _id, secret = repo.create_token(
+        repo.supervisors.guard_claim(set_id, claim)
+        owner = repo.jobs.load_job(repo.jobs.get_recipe_set(set_id).job_id).owner
+        _id, secret = repo.tokens.create_token(
             owner, f"recipe set {set_id}", now=now, recipe_set=set_id, actor="supervisor"
         )
     return {"LABQ_URL": api_url, "LABQ_TOKEN": secret}
@@ -39,13 +39,13 @@ def set_credentials(engine: Engine, set_id: int, claim: str, api_url: str | None
 def declared_locks(engine: Engine, set_id: int, claim: str) -> TakeLocks:
     """Something to call until it says granted: each call asks again (and keeps the place)."""
     with reading(engine) as repo:
-        view = repo.get_recipe_set(set_id)
+        view = repo.jobs.get_recipe_set(set_id)
     assert view.lab is not None, "a started set has its lab"
     grants = declared_grants(LockNeeds.of(view.spec.locks), view.lab)
 
     def take() -> Outcome:
         with transaction(engine) as repo:
-            repo.guard_claim(set_id, claim)
-            return repo.acquire_locks(set_id, grants, now=datetime.now(UTC))
+            repo.supervisors.guard_claim(set_id, claim)
+            return repo.locks.acquire_locks(set_id, grants, now=datetime.now(UTC))
 
     return take

@@ -89,7 +89,7 @@ class DatabaseReporter:
         self._fqdn: dict[int, str] = {}
         self._results: dict[int, list[Result]] = {}
         with reading(engine) as repo:
-            for recipe in repo.get_recipe_set(set_id).recipes:
+            for recipe in repo.jobs.get_recipe_set(set_id).recipes:
                 self._results[recipe.id] = []
                 if recipe.system is not None:
                     self._fqdn[recipe.id] = recipe.system
@@ -103,7 +103,7 @@ class DatabaseReporter:
             raise ClaimLost(f"recipe set {self.set_id}: the claim was lost; nothing is written")
         try:
             with transaction(self.engine) as repo:
-                repo.guard_claim(self.set_id, self.claim)
+                repo.supervisors.guard_claim(self.set_id, self.claim)
                 yield repo
         except ClaimLost:
             self._lose()
@@ -120,23 +120,23 @@ class DatabaseReporter:
             if state is RecipeState.WAITING and self.log_root is not None:
                 fqdn = self._fqdn.get(recipe_id)
                 if fqdn is not None:
-                    repo.set_log_dir(recipe_id, str(self.log_root / fqdn))
+                    repo.reports.set_log_dir(recipe_id, str(self.log_root / fqdn))
             if state.is_final:
                 results: list[Result | None] = list(self._results.get(recipe_id, []))
                 if state is not RecipeState.COMPLETED:
                     results.append(Result.WARN)
-                repo.set_recipe_result(recipe_id, worst_result(results))
+                repo.reports.set_recipe_result(recipe_id, worst_result(results))
             if state is RecipeState.CANCELLED:  # the canceller's words, when they gave some
-                stop = repo.get_recipe_set(self.set_id).stop_reason
+                stop = repo.jobs.get_recipe_set(self.set_id).stop_reason
                 reason = stop or reason
                 state = RecipeState.CANCELLED if stop is None else stopped_state(stop)
-            repo.move_recipe(recipe_id, state, now=now, reason=reason)
+            repo.moves.move_recipe(recipe_id, state, now=now, reason=reason)
 
     def task_started(self, task_id: int) -> None:
         """The task runs."""
         now = self.clock()
         with self._guarded() as repo:
-            repo.start_task(task_id, now=now)
+            repo.reports.start_task(task_id, now=now)
 
     def task_finished(
         self, task_id: int, exit_code: int | None, result: Result, log_path: Path, message: str
@@ -147,7 +147,7 @@ class DatabaseReporter:
             self._results.setdefault(recipe_id, []).append(result)
         now = self.clock()
         with self._guarded() as repo:
-            repo.finish_task(
+            repo.reports.finish_task(
                 task_id,
                 now=now,
                 status=task_status(result, message),
@@ -168,8 +168,8 @@ class DatabaseReporter:
             return None
         try:
             with transaction(self.engine) as repo:
-                beat = repo.heartbeat(self.set_id, now=self.clock(), claim=self.claim)
-                max_time = repo.current_max_time(self.set_id)
+                beat = repo.supervisors.heartbeat(self.set_id, now=self.clock(), claim=self.claim)
+                max_time = repo.extensions.current_max_time(self.set_id)
         except Exception:
             if self.lease is not None and self.monotonic() - self._last_beat > self.lease:
                 self._lose()

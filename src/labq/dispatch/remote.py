@@ -74,12 +74,12 @@ def claim_work(
     plan and the set's token."""
     wanted = [lab for lab in agent.labs if labs is None or lab in labs]
     with reading(engine) as repo:
-        candidates = repo.claimable_sets(wanted, limit=limit)
+        candidates = repo.agents.claimable_sets(wanted, limit=limit)
     out: list[Work] = []
     for set_id, claim in candidates:
         try:
             with transaction(engine) as repo:
-                if not repo.claim_for_agent(set_id, claim, agent, now=now):
+                if not repo.agents.claim_for_agent(set_id, claim, agent, now=now):
                     continue  # another agent (or the server) was first
                 out.append(_take_up(repo, set_id, claim, agent, now))
         except LabqError as exc:  # it cannot run: left claimable, its heartbeat will go quiet
@@ -90,9 +90,9 @@ def claim_work(
 def _take_up(repo: Repository, set_id: int, claim: str, agent: AgentView, now: datetime) -> Work:
     plan = load_plan(repo, set_id)
     for recipe in plan.recipes:
-        repo.move_recipe(recipe.id, RecipeState.WAITING, now=now)
-    owner = repo.load_job(plan.job_id).owner
-    _id, token = repo.create_token(
+        repo.moves.move_recipe(recipe.id, RecipeState.WAITING, now=now)
+    owner = repo.jobs.load_job(plan.job_id).owner
+    _id, token = repo.tokens.create_token(
         owner, f"recipe set {set_id}", now=now, recipe_set=set_id, actor=f"agent {agent.name}"
     )
     lab = plan.recipes[0].system.lab if plan.recipes else ""
@@ -119,9 +119,9 @@ def apply_reports(
         raise InputError(f"at most {MAX_EVENTS} reports in one call", place="events")
     ordered = sorted(events, key=lambda e: _int(e, "seq"))
     with transaction(engine) as repo:
-        repo.guard_agent_claim(set_id, claim, agent.id)
-        seq = repo.report_seq(set_id)
-        context = repo.report_context(set_id)
+        repo.agents.guard_agent_claim(set_id, claim, agent.id)
+        seq = repo.agents.report_seq(set_id)
+        context = repo.agents.report_context(set_id)
         started = context.started_at or now
         recipes, tasks = context.recipes, context.tasks
         root = set_log_dir(data_dir, set_id)
@@ -139,7 +139,7 @@ def apply_reports(
             except LabqError as exc:
                 log.warning("set %s: report %d refused: %s", set_id, number, exc)
             seq = number
-        repo.set_report_seq(set_id, seq)
+        repo.agents.set_report_seq(set_id, seq)
     return seq
 
 
@@ -164,12 +164,12 @@ def _apply(
         if task not in tasks:
             raise InputError(f"task {task} is not in set {set_id}", place="task")
         if kind == "task_started":
-            repo.start_task(task, now=at)
+            repo.reports.start_task(task, now=at)
             return
         result = _enum(Result, event, "result")
         message = str(event.get("message") or "")
         code = event.get("exit_code")
-        repo.finish_task(
+        repo.reports.finish_task(
             task,
             now=at,
             status=task_status(result, message),
@@ -196,18 +196,18 @@ def _recipe_state(
     (the worst of its tasks', at least warn when it did not complete) on a final move."""
     text = None if reason is None else str(reason)[:2000]
     if state is RecipeState.WAITING and fqdn is not None:
-        repo.set_log_dir(recipe, str(root / relative_log(fqdn)))
+        repo.reports.set_log_dir(recipe, str(root / relative_log(fqdn)))
     if state.is_final:
-        stored = repo.task_results(recipe)
+        stored = repo.agents.task_results(recipe)
         results: list[Result | None] = [Result(r) for r in stored if r is not None]
         if state is not RecipeState.COMPLETED:
             results.append(Result.WARN)
-        repo.set_recipe_result(recipe, worst_result(results))
+        repo.reports.set_recipe_result(recipe, worst_result(results))
     if state is RecipeState.CANCELLED:
-        stop = repo.stop_reason(set_id)
+        stop = repo.agents.stop_reason(set_id)
         text = stop or text
         state = RecipeState.CANCELLED if stop is None else stopped_state(stop)
-    repo.move_recipe(recipe, state, now=at, reason=text)
+    repo.moves.move_recipe(recipe, state, now=at, reason=text)
 
 
 def relative_log(path: str) -> PurePosixPath:
@@ -234,9 +234,9 @@ def end_set(
     unfinished end aborted (cancelled after a stop), and the set is no longer the agent's to
     beat for. False when the set is not the agent's under this claim."""
     with transaction(engine) as repo:
-        if not repo.agent_set_exited(set_id, claim, agent.id):
+        if not repo.agents.agent_set_exited(set_id, claim, agent.id):
             return False
-        view = repo.get_recipe_set(set_id)
+        view = repo.jobs.get_recipe_set(set_id)
         cancelled = view.stop_reason is not None and view.stop_reason != QUIET
         if cancelled:
             state, reason = stopped_state(str(view.stop_reason)), str(view.stop_reason)
@@ -245,7 +245,7 @@ def end_set(
             reason = supervisor_ended(code)
         for recipe in view.recipes:
             if not recipe.state.is_final:
-                repo.move_recipe(recipe.id, state, now=now, reason=reason)
+                repo.moves.move_recipe(recipe.id, state, now=now, reason=reason)
     return True
 
 
@@ -254,11 +254,11 @@ def take_locks(
 ) -> Outcome:
     """The set's declared locks (and its lab's), all or none: granted, or what it waits for."""
     with transaction(engine) as repo:
-        repo.guard_agent_claim(set_id, claim, agent.id)
-        view = repo.get_recipe_set(set_id)
+        repo.agents.guard_agent_claim(set_id, claim, agent.id)
+        view = repo.jobs.get_recipe_set(set_id)
         assert view.lab is not None, "a claimed set has started in a lab"
         grants = declared_grants(LockNeeds.of(view.spec.locks), view.lab)
-        return repo.acquire_locks(set_id, grants, now=now)
+        return repo.locks.acquire_locks(set_id, grants, now=now)
 
 
 # --- reading reports ------------------------------------------------------------------

@@ -9,7 +9,7 @@ down a pipe (``--secrets-on-stdin``: one JSON line), never in the environment
 or on the command line, where a task could read them; run by hand, the
 supervisor takes ``--db`` (or ``$LABQ_DB``) and claims an unclaimed set itself.
 
-It takes the claim up (:meth:`~labq.store.Repository.confirm_claim`: records its
+It takes the claim up (:meth:`~labq.store.supervisors.SupervisorStore.confirm_claim`: records its
 pid and host) and moves the recipes ``scheduled → waiting`` in one transaction,
 builds a :class:`~labq.dispatch.plan.SetPlan` and a backend per system from the
 lab's settings, then calls :func:`~labq.dispatch.runner.run_set` with a
@@ -82,13 +82,13 @@ class CannotRunError(LabqError):
 
 def load_plan(repo: Repository, set_id: int) -> SetPlan:
     """The plan of a started, unfinished set whose recipes all still wait to run."""
-    view = repo.get_recipe_set(set_id)
+    view = repo.jobs.get_recipe_set(set_id)
     _check_runnable(view)
-    job = repo.load_job(view.job_id)
+    job = repo.jobs.load_job(view.job_id)
     recipes = []
     for recipe, spec in zip(view.recipes, view.spec.recipes, strict=True):
         assert recipe.system is not None  # _check_runnable saw to it
-        info = _system_info(repo.get_system(recipe.system))
+        info = _system_info(repo.systems.get_system(recipe.system))
         recipes.append(_recipe_plan(recipe, spec, info))
     ref = job.spec.ref
     return SetPlan(
@@ -235,10 +235,10 @@ def take_up(engine: Engine, set_id: int, claim: str, *, pid: int, host: str) -> 
     transaction; :class:`ClaimLost` when the set is not (or no longer) this claim's."""
     now = utc_now()
     with transaction(engine) as repo:
-        repo.confirm_claim(set_id, claim, pid, host, now=now)
+        repo.supervisors.confirm_claim(set_id, claim, pid, host, now=now)
         plan = load_plan(repo, set_id)
         for recipe in plan.recipes:
-            repo.move_recipe(recipe.id, RecipeState.WAITING, now=now)
+            repo.moves.move_recipe(recipe.id, RecipeState.WAITING, now=now)
     return plan
 
 
@@ -246,9 +246,9 @@ def claim_unclaimed(engine: Engine, set_id: int) -> str:
     """Claim a set nobody has claimed (a supervisor run by hand); :class:`ClaimLost` if taken."""
     claim = secrets.token_hex(16)
     with transaction(engine) as repo:
-        if repo.claim_set(set_id, claim, now=utc_now()):
+        if repo.supervisors.claim_set(set_id, claim, now=utc_now()):
             return claim
-        view = repo.get_recipe_set(set_id)  # NotFoundError for no such set
+        view = repo.jobs.get_recipe_set(set_id)  # NotFoundError for no such set
     if view.started_at is None or view.finished_at is not None:
         _check_runnable(view)  # says which
     raise ClaimLost(f"recipe set {set_id} is claimed by another supervisor")
@@ -274,8 +274,8 @@ def supervise(
     :class:`CannotRunError` (or another error) when the set cannot start.
     """
     with reading(engine) as repo:
-        held = [r.system for r in repo.get_recipe_set(set_id).recipes if r.system is not None]
-        labs = {repo.get_system(fqdn).lab for fqdn in held}
+        held = [r.system for r in repo.jobs.get_recipe_set(set_id).recipes if r.system is not None]
+        labs = {repo.systems.get_system(fqdn).lab for fqdn in held}
     users: list[DynamicUsers] = []
     try:
         backend_for = backends(settings, data_dir, labs, set_id=set_id, users=users)

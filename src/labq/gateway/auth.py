@@ -37,7 +37,7 @@ def caller(
     if token is None or token.scheme.lower() != "bearer" or not token.credentials:
         raise ApiError(401, "this needs an API token (Authorization: Bearer …)", headers=BEARER)
     with transaction(engine) as repo:
-        found = repo.credential(token.credentials, now=now)
+        found = repo.tokens.credential(token.credentials, now=now)
     if found is None:
         raise ApiError(401, "the token is unknown, expired or revoked", headers=BEARER)
     if (

@@ -72,14 +72,15 @@ def rebuild(repo: Repository, config: SchedulerConfig) -> Scheduler:
 
     Sets the core never saw (every recipe still ``new``) are left for :func:`resume`.
     """
-    scheduler = Scheduler(config, repo.load_access_policy())
-    systems = [system_entry(s) for s in repo.systems_as_added()]
-    held = repo.open_reservations()
+    scheduler = Scheduler(config, repo.access.load_access_policy())
+    systems = [system_entry(s) for s in repo.restore.systems_as_added()]
+    held = repo.reservations.open_reservations()
     for entry in systems:  # reserved and loaned systems stay out of the queue
         entry.held_by = held[entry.fqdn].holder if entry.fqdn in held else None
-    sets = [_restored(u) for u in repo.unfinished_sets() if not _unseen(u)]
-    scheduler.restore(systems, sets, held=repo.held_locks())
-    for pause in repo.list_pauses():  # paused queues hold again; run-out ones end at next check
+    sets = [_restored(u) for u in repo.restore.unfinished_sets() if not _unseen(u)]
+    scheduler.restore(systems, sets, held=repo.locks.held_locks())
+    # paused queues hold again; run-out ones end at next check
+    for pause in repo.pauses.list_pauses():
         scheduler.pause_lab(pause.lab, scheduler.now)
     return scheduler
 
@@ -92,10 +93,12 @@ def resume(repo: Repository, scheduler: Scheduler, *, now: datetime) -> Actions:
     that should have followed it.
     """
     unseen = [
-        _submission(u) for u in repo.unfinished_sets() if _unseen(u) and u.id not in scheduler.sets
+        _submission(u)
+        for u in repo.restore.unfinished_sets()
+        if _unseen(u) and u.id not in scheduler.sets
     ]
     out = settle(repo, scheduler, scheduler.submit(unseen, epoch(now)), now=now)
-    for ended in repo.ended_sets_owing_retry():
+    for ended in repo.restore.ended_sets_owing_retry():
         if ended.id in scheduler.sets:
             continue  # the core knows it: its supervisor's end is on its way
         outcomes = {r.id: r.state for r in ended.recipes}
@@ -106,7 +109,7 @@ def resume(repo: Repository, scheduler: Scheduler, *, now: datetime) -> Actions:
         }
         decided = scheduler.ended_unheard(_submission(ended), outcomes, aborted_on, epoch(now))
         out += settle(repo, scheduler, decided, now=now)
-    pending = scheduler.offer(repo.pending_systems(), epoch(now))
+    pending = scheduler.offer(repo.restore.pending_systems(), epoch(now))
     return out + settle(repo, scheduler, pending, now=now)
 
 
@@ -117,7 +120,7 @@ def system_entry(system: System) -> SystemEntry:
 
 def submissions(repo: Repository, set_ids: Iterable[int]) -> list[SetSubmission]:
     """The stored sets (unfinished ones) as submissions for the core, by id."""
-    return [_submission(u) for u in repo.unfinished_sets(set_ids=list(set_ids))]
+    return [_submission(u) for u in repo.restore.unfinished_sets(set_ids=list(set_ids))]
 
 
 # --- from the core into the database ------------------------------------------------
@@ -201,21 +204,21 @@ def _keys(decision: d.Decision) -> set[object]:
 def _apply_run(repo: Repository, run: list[d.Decision], now: datetime) -> list[Applied]:
     first = run[0]
     if isinstance(first, d.Schedule):
-        repo.schedule_many(
+        repo.batch.schedule_many(
             [(x.recipe, x.system) for x in run if isinstance(x, d.Schedule)], now=now
         )
     elif isinstance(first, d.Enqueue | d.Assign):
         target = RecipeState.QUEUED if isinstance(first, d.Enqueue) else RecipeState.ASSIGNED
         recipes = [x.recipe for x in run if isinstance(x, d.Enqueue | d.Assign)]
-        repo.queue_many(recipes, target, now=now)
+        repo.batch.queue_many(recipes, target, now=now)
     elif isinstance(first, d.Start):
         starts = [x for x in run if isinstance(x, d.Start)]
         launches = [Launch(x.set, c) for x, c in zip(starts, new_claims(len(starts)), strict=True)]
         labs = {x.set: x.lab for x in run if isinstance(x, d.Start)}
-        repo.start_many([(x.set, labs[x.set], x.claim) for x in launches], now=now)
+        repo.batch.start_many([(x.set, labs[x.set], x.claim) for x in launches], now=now)
         return list(launches)
     elif isinstance(first, d.Idle):
-        repo.idle_many([x.system for x in run if isinstance(x, d.Idle)], now=now)
+        repo.batch.idle_many([x.system for x in run if isinstance(x, d.Idle)], now=now)
     return []
 
 
@@ -247,7 +250,7 @@ def submit_jobs(
         # a retried set has ended, so the unfinished ones are the jobs' current attempts
         subs = [
             _submission(u)
-            for u in repo.unfinished_sets(jobs=list(job_ids))
+            for u in repo.restore.unfinished_sets(jobs=list(job_ids))
             if u.id not in scheduler.sets
         ]
         if not subs:
@@ -276,20 +279,22 @@ def finish(
     never be lost between a set's end and the core's answer.
     """
     with repo.atomic():
-        repo.lock_recipe_set(set_id)  # the set's row first, as a supervisor's writes take it
+        repo.supervisors.lock_recipe_set(
+            set_id
+        )  # the set's row first, as a supervisor's writes take it
         ended = {}
-        for recipe in repo.get_recipe_set(set_id).recipes:
+        for recipe in repo.jobs.get_recipe_set(set_id).recipes:
             state = recipe.state
             if not state.is_final:
                 if outcomes is None or recipe.id not in outcomes:
                     raise ValueError(f"recipe {recipe.id} has not ended and has no outcome")
                 state = outcomes[recipe.id]
-                repo.move_recipe(recipe.id, state, now=now, reason=reason)
+                repo.moves.move_recipe(recipe.id, state, now=now, reason=reason)
             ended[recipe.id] = state
         decisions = _keep_reserved(repo, scheduler, set_id, now)  # before the core frees them
         decisions += scheduler.finish(set_id, ended, epoch(now))
-        served = repo.release_locks(set_id, now=now)  # however it ended
-        held = repo.held_locks(served)
+        served = repo.locks.release_locks(set_id, now=now)  # however it ended
+        held = repo.locks.held_locks(served)
         for other in served:
             decisions += scheduler.locks_held(other, held.get(other), epoch(now))
         return settle(repo, scheduler, decisions, now=now)
@@ -303,17 +308,21 @@ def _keep_reserved(
 ) -> list[d.Decision]:
     """Recipes of an ending set whose ``<reservesys>`` applies keep their systems, reserved
     to the job's owner for the duration (the recipes themselves end as usual)."""
-    view = repo.get_recipe_set(set_id)
+    view = repo.jobs.get_recipe_set(set_id)
     out: list[d.Decision] = []
     for spec, recipe in zip(view.spec.recipes, view.recipes, strict=True):
         seconds = reserve_for(spec.metadata, recipe.state, recipe.result)
         system = recipe.system
-        if seconds is None or system is None or repo.reservation_of(system) is not None:
+        if (
+            seconds is None
+            or system is None
+            or repo.reservations.reservation_of(system) is not None
+        ):
             continue  # an admin's loan made meanwhile stands
-        owner = repo.owner_of_set(set_id)
+        owner = repo.reservations.owner_of_set(set_id)
         until = now + timedelta(seconds=seconds)
         why = f"<reservesys> of recipe {recipe.id}"
-        repo.reserve_system(
+        repo.reservations.reserve_system(
             system,
             owner,
             kind=RESERVE,
@@ -330,33 +339,33 @@ def _keep_reserved(
 def _apply_one(repo: Repository, decision: d.Decision, now: datetime) -> Applied | None:
     match decision:
         case d.Schedule(recipe=recipe, system=system):
-            repo.move_recipe(recipe, RecipeState.SCHEDULED, now=now, system=system)
+            repo.moves.move_recipe(recipe, RecipeState.SCHEDULED, now=now, system=system)
         case d.Assign(recipe=recipe):
-            repo.move_recipe(recipe, RecipeState.ASSIGNED, now=now)
+            repo.moves.move_recipe(recipe, RecipeState.ASSIGNED, now=now)
         case d.Enqueue(recipe=recipe):
-            repo.move_recipe(recipe, RecipeState.QUEUED, now=now)
+            repo.moves.move_recipe(recipe, RecipeState.QUEUED, now=now)
         case d.Release(recipe=recipe, reason=reason):
-            repo.move_recipe(recipe, RecipeState.ASSIGNED, now=now, reason=reason)
+            repo.moves.move_recipe(recipe, RecipeState.ASSIGNED, now=now, reason=reason)
         case d.Start(set=set_id, lab=lab):
             claim = new_claim()
-            repo.start_recipe_set(set_id, lab=lab, now=now, claim=claim)
+            repo.supervisors.start_recipe_set(set_id, lab=lab, now=now, claim=claim)
             return Launch(set_id, claim)
         case d.Idle(system=system):
-            repo.set_usage(system, Usage.IDLE, now=now)
+            repo.systems.set_usage(system, Usage.IDLE, now=now)
         case d.Cancel(recipe=recipe):
-            repo.move_recipe(recipe, RecipeState.CANCELLED, now=now)
+            repo.moves.move_recipe(recipe, RecipeState.CANCELLED, now=now)
         case d.Abort(recipe=recipe, reason=reason):
-            repo.move_recipe(recipe, RecipeState.ABORTED, now=now, reason=reason)
+            repo.moves.move_recipe(recipe, RecipeState.ABORTED, now=now, reason=reason)
         case d.Stop(set=set_id, reason=reason):
-            repo.request_stop(set_id, reason)
+            repo.supervisors.request_stop(set_id, reason)
             return decision
         case d.Retry(set=set_id, excluded=excluded):
-            if repo.get_recipe_set(set_id).error is not None:
+            if repo.jobs.get_recipe_set(set_id).error is not None:
                 return None  # its job was cancelled after the set ended: no retry
-            clone = repo.clone_recipe_set(set_id, actor=ACTOR, now=now, excluded=excluded)
+            clone = repo.retries.clone_recipe_set(set_id, actor=ACTOR, now=now, excluded=excluded)
             return Retried(decision, clone)
         case d.SetError(set=set_id, message=message):
-            repo.set_recipe_set_error(set_id, message)
+            repo.retries.set_recipe_set_error(set_id, message)
         case _:
             assert_never(decision)
     return None

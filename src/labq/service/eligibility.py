@@ -1,7 +1,7 @@
 """Eligibility before order, in the scheduler thread: dependencies, filters, paused labs.
 
 What blocks a set and which rate-limit buckets it counts in are read from the
-database with the set itself (``Repository.unfinished_sets``), so a submitted,
+database with the set itself (``repo.restore.unfinished_sets``), so a submitted,
 retried or rebuilt set reaches the core with them. Here is what changes them
 later, each inside the event's transaction:
 
@@ -53,7 +53,7 @@ def follow_up(
     out: Actions = []
     wake: Wake | None = None
     if wake_at is not None and wake_at <= now:
-        for lab in repo.expire_pauses(now):
+        for lab in repo.pauses.expire_pauses(now):
             out += bridge.settle(repo, core, core.resume_lab(lab, epoch(now)), now=now)
         out += reservations.expire(repo, core, now)
         wake = Wake(reservations.next_wake(repo))
@@ -65,12 +65,12 @@ def follow_up(
         # a dependency once met stays met: only sets the core still holds back need a look
         review = {
             job: sets
-            for job, sets in repo.dependents_to_review(only).items()
+            for job, sets in repo.admission.dependents_to_review(only).items()
             if any(s in core.sets and core.sets[s].blocked is not None for s in sets)
         }
         if not review:
             break
-        verdicts = repo.admission_of(review.keys())
+        verdicts = repo.admission.admission_of(review.keys())
         out += _apply(repo, core, review, verdicts, now)
         if not any(v.refused for v in verdicts.values()):
             break
@@ -79,15 +79,15 @@ def follow_up(
 
 def filters_changed(repo: Repository, core: Scheduler, now: datetime) -> Actions:
     """Rules were added or removed: judge every set not started yet again."""
-    waiting = repo.waiting_sets()
-    return _apply(repo, core, waiting, repo.admission_of(waiting.keys()), now)
+    waiting = repo.admission.waiting_sets()
+    return _apply(repo, core, waiting, repo.admission.admission_of(waiting.keys()), now)
 
 
 def pause_changed(repo: Repository, core: Scheduler, lab: str, now: datetime) -> Outcome:
     """A lab's queue was paused or resumed: the core follows the database, and the timer
     wakes when the pause runs out."""
     at = epoch(now)
-    paused = {p.lab for p in repo.list_pauses(now=now)}
+    paused = {p.lab for p in repo.pauses.list_pauses(now=now)}
     decisions = core.pause_lab(lab, at) if lab in paused else core.resume_lab(lab, at)
     wake = Wake(reservations.next_wake(repo))
     return Outcome(bridge.settle(repo, core, decisions, now=now), wake=wake)
@@ -112,7 +112,9 @@ def _apply(
         if verdict is None:
             continue
         if verdict.refused is not None:
-            cancelled = repo.cancel_sets(set_ids, reason=verdict.refused, actor=ACTOR, now=now)
+            cancelled = repo.admission.cancel_sets(
+                set_ids, reason=verdict.refused, actor=ACTOR, now=now
+            )
             known = [s for s in cancelled if s in core.sets]
             if known:
                 out += bridge.settle(repo, core, core.cancel(known, at), now=now)

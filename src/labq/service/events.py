@@ -98,7 +98,7 @@ def _system_added(
 ) -> Outcome:
     if event.fqdn in core.systems:  # told twice (direct call and NOTIFY, a rebuild)
         return Outcome()
-    entry = bridge.system_entry(repo.get_system(event.fqdn))
+    entry = bridge.system_entry(repo.systems.get_system(event.fqdn))
     return Outcome(bridge.settle(repo, core, core.add_system(entry, epoch(now)), now=now))
 
 
@@ -106,7 +106,7 @@ def _condition_changed(
     context: Context, repo: Repository, core: Scheduler, event: ConditionChanged, now: datetime
 ) -> Outcome:
     at = epoch(now)
-    system = repo.get_system(event.fqdn)
+    system = repo.systems.get_system(event.fqdn)
     if system.fqdn not in core.systems:  # its system-added event was lost
         entry = bridge.system_entry(system)
         return Outcome(bridge.settle(repo, core, core.add_system(entry, at), now=now))
@@ -174,7 +174,7 @@ def _timer_due(
 def _priority(repo: Repository, core: Scheduler, job_id: int, now: datetime) -> Actions:
     out: Actions = []
     for entry in [s for s in core.sets.values() if s.job == job_id and s.waiting]:
-        priority = repo.get_recipe_set(entry.id).spec.priority
+        priority = repo.jobs.get_recipe_set(entry.id).spec.priority
         if priority is not entry.priority:
             decisions = core.change_priority([entry.id], priority, epoch(now))
             out += bridge.settle(repo, core, decisions, now=now)
@@ -186,7 +186,7 @@ def locks_changed(repo: Repository, core: Scheduler, set_ids: list[int], now: da
 
     A set that holds no lock yet counts by its declaration.
     """
-    held = repo.held_locks(set_ids)
+    held = repo.locks.held_locks(set_ids)
     decisions = [d for s in set_ids for d in core.locks_held(s, held.get(s), epoch(now))]
     return bridge.settle(repo, core, decisions, now=now)
 
@@ -208,9 +208,9 @@ def finished(
     entry = core.sets.get(set_id)
     if entry is None or entry.finished:
         return []
-    if repo.claim_of(set_id) != claim:
+    if repo.supervisors.claim_of(set_id) != claim:
         return []
-    view = repo.get_recipe_set(set_id)
+    view = repo.jobs.get_recipe_set(set_id)
     if view.stop_reason == QUIET:
         gone = QUIET  # the server killed it for that
     elif code is None:
@@ -230,7 +230,7 @@ def agent_ended(
     entry = core.sets.get(set_id)
     if entry is None or entry.finished or not entry.started:
         return []
-    view = repo.get_recipe_set(set_id)
+    view = repo.jobs.get_recipe_set(set_id)
     if view.supervisor_host is None or not view.supervisor_host.startswith(AGENT_HOST):
         return []  # a supervisor of ours: its exit comes from the dispatcher
     if not all(r.state.is_final for r in view.recipes):
@@ -265,10 +265,12 @@ def _mark_broken(
     limit = context.settings.health.max_consecutive_aborts
     out: Actions = []
     for fqdn in sorted({r.system for r in recipes if r.system is not None}):
-        count = repo.consecutive_aborts(fqdn)
-        if count >= limit and repo.get_system(fqdn).condition is Condition.AUTOMATED:
+        count = repo.systems.consecutive_aborts(fqdn)
+        if count >= limit and repo.systems.get_system(fqdn).condition is Condition.AUTOMATED:
             reason = f"aborted {count} recipe sets in a row"
-            repo.set_condition(fqdn, Condition.BROKEN, now=now, actor="scheduler", reason=reason)
+            repo.systems.set_condition(
+                fqdn, Condition.BROKEN, now=now, actor="scheduler", reason=reason
+            )
             decisions = core.change_condition(fqdn, Condition.BROKEN, epoch(now))
             out += bridge.settle(repo, core, decisions, now=now)
     return out
@@ -283,9 +285,11 @@ def consistency(
     ours = context.running()
     out, quiet = repair.supervisors(repo, core, timeout=timeout, ours=ours, now=now)
     for set_id in quiet:
-        view = repo.get_recipe_set(set_id)  # before the stop request: was it cancelled?
+        view = repo.jobs.get_recipe_set(set_id)  # before the stop request: was it cancelled?
         outcomes, reason = _left_unfinished(view, QUIET)
-        repo.request_stop(set_id, reason)  # recorded, and a supervisor that wakes up stops
+        repo.supervisors.request_stop(
+            set_id, reason
+        )  # recorded, and a supervisor that wakes up stops
         out += bridge.finish(repo, core, set_id, now=now, outcomes=outcomes, reason=reason)
         out += _mark_broken(context, repo, core, view.recipes, now)
     busy_since = now - timedelta(seconds=timeout)
@@ -293,7 +297,7 @@ def consistency(
         out += bridge.finish(repo, core, set_id, now=now)
     out += bridge.settle(repo, core, core.consistency_pass(epoch(now)), now=now)
     # locks of sets that ended without the release (a crash), and what running sets hold
-    repo.release_ended_locks(now=now)
+    repo.locks.release_ended_locks(now=now)
     running = [s.id for s in core.sets.values() if s.started and not s.finished]
     out += locks_changed(repo, core, running, now)
     found = repair.differences(repo, core)

@@ -118,7 +118,7 @@ class SchedulerService:
     ) -> SchedulerService:
         """A service for a newly elected leader: it takes the next leader epoch first."""
         with transaction(engine) as repo:
-            epoch = repo.take_leadership(holder, now=clock())
+            epoch = repo.leadership.take_leadership(holder, now=clock())
         return cls(
             engine, settings, dispatcher, clock, epoch=epoch, on_deposed=on_deposed, inbox=inbox
         )
@@ -192,7 +192,7 @@ class SchedulerService:
                 self._rebuild(catch_up=True)
             timer = DECISION_SECONDS.labels(name).time()  # after the lock, with the commit
             with self.lock, timer, transaction(self.engine, savepoints=False) as repo:
-                repo.fence(self.epoch)
+                repo.leadership.fence(self.epoch)
                 actions = self._decide(repo, event, now)
         except LeadershipLost as exc:
             self._depose(exc)
@@ -264,7 +264,7 @@ class SchedulerService:
 
     def _rebuild(self, *, catch_up: bool) -> None:
         with self.lock, transaction(self.engine, savepoints=False) as repo:
-            repo.fence(self.epoch)
+            repo.leadership.fence(self.epoch)
             self.core = bridge.rebuild(repo, self.settings.scheduler())
             self.wake_at = reservations.next_wake(repo)
             actions = bridge.resume(repo, self.core, now=self.clock()) if catch_up else []

@@ -57,11 +57,11 @@ class Outbox:
     def notice(self) -> int:
         """Queue the notifications of jobs that ended since the last pass."""
         with reading(self.engine) as repo:
-            candidates = repo.unnoticed_ended_jobs()
+            candidates = repo.notices.unnoticed_ended_jobs()
         queued = 0
         for job_id in candidates:
             with transaction(self.engine) as repo:
-                queued += repo.notice_job(
+                queued += repo.notices.notice_job(
                     job_id,
                     now=self.clock(),
                     email=self.settings.smtp.host is not None,
@@ -73,7 +73,7 @@ class Outbox:
     def send_due(self) -> int:
         """Try every due notification once; how many went out."""
         with reading(self.engine) as repo:
-            due = repo.due_notifications(self.clock())
+            due = repo.notices.due_notifications(self.clock())
         sent = 0
         for item in due:
             try:
@@ -82,7 +82,7 @@ class Outbox:
                 self._failed(item, str(exc))
                 continue
             with transaction(self.engine) as repo:
-                sent += repo.mark_sent(item.id, now=self.clock())
+                sent += repo.notices.mark_sent(item.id, now=self.clock())
         return sent
 
     def send(self, item: Outgoing) -> None:
@@ -109,7 +109,7 @@ class Outbox:
             error,
         )
         with transaction(self.engine) as repo:
-            repo.mark_failed(item.id, error, retry_at=retry_at, now=now)
+            repo.notices.mark_failed(item.id, error, retry_at=retry_at, now=now)
 
     def _email(self, item: Outgoing) -> None:
         smtp = self.settings.smtp

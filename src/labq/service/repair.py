@@ -38,17 +38,19 @@ def supervisors(
     watched = set(ours)
     actions: Actions = []
     to_end: list[int] = []
-    for set_id in repo.stale_supervisors(older_than=now - timedelta(seconds=timeout)):
+    for set_id in repo.supervisors.stale_supervisors(older_than=now - timedelta(seconds=timeout)):
         if set_id in watched:
-            repo.request_stop(set_id, QUIET)  # the reason its recipes end aborted with
+            repo.supervisors.request_stop(set_id, QUIET)  # the reason its recipes end aborted with
             actions.append(Kill(set_id))
         elif set_id in core.sets and not core.sets[set_id].finished:
             to_end.append(set_id)
-    for set_id, claim in repo.unsupervised_sets(claimed_before=now - timedelta(seconds=timeout)):
+    for set_id, claim in repo.supervisors.unsupervised_sets(
+        claimed_before=now - timedelta(seconds=timeout)
+    ):
         if set_id in watched:
             continue  # its supervisor is on its way
         fresh = bridge.new_claim()
-        if repo.claim_set(set_id, fresh, now=now, replacing=claim):
+        if repo.supervisors.claim_set(set_id, fresh, now=now, replacing=claim):
             log.warning("set %s: its supervisor never took it up; launching it again", set_id)
             actions.append(Launch(set_id, fresh))
     return actions, to_end
@@ -57,7 +59,7 @@ def supervisors(
 def differences(repo: Repository, core: SchedulerView) -> list[str]:
     """Where the scheduler's memory and the database disagree on unfinished sets."""
     stored: dict[int, list[Placed]] = {}
-    for placed in repo.unfinished_placements():
+    for placed in repo.restore.unfinished_placements():
         stored.setdefault(placed.set_id, []).append(placed)
     out: list[str] = []
     for set_id, recipes in stored.items():
@@ -91,9 +93,9 @@ def ended_unheard(
     candidates = [s for s in started if s not in running]
     if not candidates:
         return []
-    unfinished = {p.set_id for p in repo.unfinished_placements()}
+    unfinished = {p.set_id for p in repo.restore.unfinished_placements()}
     ended = [s for s in candidates if s not in unfinished]
-    busy = repo.agent_busy(ended, since=busy_since)
+    busy = repo.agents.agent_busy(ended, since=busy_since)
     return [s for s in ended if s not in busy]
 
 

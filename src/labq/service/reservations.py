@@ -22,7 +22,7 @@ def changed(repo: Repository, core: Scheduler, fqdn: str, now: datetime) -> Acti
     (The caller sets its timer from :func:`next_wake` after.)"""
     if fqdn not in core.systems:  # its system-added event was lost: the pass repairs it
         return []
-    found = repo.reservation_of(fqdn)
+    found = repo.reservations.reservation_of(fqdn)
     at = epoch(now)
     decisions = (
         core.release_system(fqdn, at) if found is None else core.hold_system(fqdn, found.holder, at)
@@ -33,7 +33,7 @@ def changed(repo: Repository, core: Scheduler, fqdn: str, now: datetime) -> Acti
 def expire(repo: Repository, core: Scheduler, now: datetime) -> Actions:
     """End the reservations whose time ran out; their systems are offered again."""
     out: Actions = []
-    for fqdn in repo.expire_reservations(now):
+    for fqdn in repo.reservations.expire_reservations(now):
         if fqdn in core.systems:
             out += bridge.settle(repo, core, core.release_system(fqdn, epoch(now)), now=now)
     return out
@@ -41,5 +41,9 @@ def expire(repo: Repository, core: Scheduler, now: datetime) -> Actions:
 
 def next_wake(repo: Repository) -> datetime | None:
     """When the scheduler thread must wake next: a pause or a reservation runs out."""
-    ends = [t for t in (repo.next_pause_end(), repo.next_reservation_end()) if t is not None]
+    ends = [
+        t
+        for t in (repo.pauses.next_pause_end(), repo.reservations.next_reservation_end())
+        if t is not None
+    ]
     return min(ends, default=None)

@@ -56,7 +56,7 @@ class LabRouter:
             if self._monotonic() - self._read_at < REFRESH_EVERY:
                 return self._labs
         with reading(self.engine) as repo:
-            labs = frozenset(repo.agent_labs())
+            labs = frozenset(repo.agents.agent_labs())
         with self._lock:
             self._labs, self._read_at = labs, self._monotonic()
         return labs
@@ -84,4 +84,4 @@ class LabRouter:
 
     def _lab_of(self, set_id: int) -> str | None:
         with reading(self.engine) as repo:
-            return repo.lab_of_set(set_id)
+            return repo.agents.lab_of_set(set_id)

@@ -79,8 +79,8 @@ def export_scenario(
 ) -> dict[str, Any]:
     """The window ``[since, until)`` as scenario data (dump it as YAML)."""
     wanted = set(labs)
-    names = Names(repo.installation_id().encode(), anonymise)
-    systems = [s for s in repo.list_systems() if not wanted or s.lab in wanted]
+    names = Names(repo.leadership.installation_id().encode(), anonymise)
+    systems = [s for s in repo.systems.list_systems() if not wanted or s.lab in wanted]
     for s in systems:  # every name first, so scrubbing knows them all
         names.of("lab", s.lab)
         names.of("system", s.fqdn)
@@ -88,15 +88,15 @@ def export_scenario(
             names.of("pool", pool)
     ours = {s.fqdn for s in systems}
     t0 = epoch(since)
-    history = repo.usage_between(since, until, sorted(ours))
+    history = repo.systems.usage_between(since, until, sorted(ours))
     first_condition, changes = _conditions(history, t0)
-    jobs = [repo.load_job(j) for j in repo.jobs_submitted(since, until)]
+    jobs = [repo.jobs.load_job(j) for j in repo.accounting.jobs_submitted(since, until)]
     jobs = [j for j in jobs if _in_labs(j, ours, wanted)]
     for job in jobs:
         names.of("user", job.owner)
         if job.group:
             names.of("group", job.group)
-    released = repo.released_at(r.id for j in jobs for s in j.sets for r in s.recipes)
+    released = repo.accounting.released_at(r.id for j in jobs for s in j.sets for r in s.recipes)
     notes: list[str] = []
     out_jobs = [_job(j, t0, epoch(until), released, names, notes) for j in jobs]
     events = [
@@ -155,7 +155,7 @@ def _attributes(attributes: Mapping[str, Any], anonymise: bool) -> dict[str, Any
 
 
 def _pools(repo: Repository, names: Names, used: set[str]) -> list[dict[str, Any]]:
-    policy = repo.load_access_policy()
+    policy = repo.access.load_access_policy()
     out = []
     for pool in sorted(used):
         rules = policy.rules.get(pool)
@@ -273,7 +273,7 @@ def _job_events(
     repo: Repository, since: datetime, until: datetime, jobs: set[int], t0: float
 ) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    for at, job_id, action, new in repo.job_actions(since, until):
+    for at, job_id, action, new in repo.accounting.job_actions(since, until):
         if job_id not in jobs:
             continue
         when = max(0.0, epoch(at) - t0)

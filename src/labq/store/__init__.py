@@ -5,7 +5,7 @@ Typical use::
     engine = make_engine(default_url())
     upgrade(default_url())
     with transaction(engine) as repo:
-        job_id = repo.submit_job(spec, owner="alice", now=now, source_format="native")
+        job_id = repo.queue.submit_job(spec, owner="alice", now=now, source_format="native")
 """
 
 from labq.store.columns import epoch, from_epoch

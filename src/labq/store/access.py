@@ -9,21 +9,25 @@ from sqlalchemy import delete, insert, select, update
 from labq.domain.model import AccessPolicy
 from labq.domain.priority import Priority
 from labq.errors import ConflictError
-from labq.store.base import StoreBase
+from labq.store.base import Db
 from labq.store.tables import AccessRules, Groups, Pools, SystemPools
 
 
-class AccessStore(StoreBase):
+class AccessStore:
     """Pools and access rules, stored so that :class:`AccessPolicy` loads back unchanged."""
+
+    def __init__(self, db: Db) -> None:
+        self.db = db
+        self.conn = db.conn
 
     def add_pool(self, name: str, *, actor: str, now: datetime) -> int:
         """Add a pool; it is open to every group until it gets its first rule."""
-        with self.atomic():
+        with self.db.atomic():
             if self.conn.execute(select(Pools.id).where(Pools.name == name)).first():
                 raise ConflictError(f"pool {name!r} already exists")
             stmt = insert(Pools).values(name=name, restricted=False).returning(Pools.id)
             pool_id = self.conn.execute(stmt).scalar_one()
-            self._log(now, actor, "pool", "add", object_id=pool_id, name=name)
+            self.db.log(now, actor, "pool", "add", object_id=pool_id, name=name)
         return pool_id
 
     def list_pools(self) -> list[str]:
@@ -32,35 +36,37 @@ class AccessStore(StoreBase):
 
     def add_to_pool(self, fqdn: str, pool: str, *, actor: str, now: datetime) -> bool:
         """Put a system in a pool; False when it already was."""
-        with self.atomic():
-            system_id, pool_id = self._system_by_fqdn(fqdn).id, self._pool_id(pool)
+        with self.db.atomic():
+            system_id, pool_id = self.db.system_by_fqdn(fqdn).id, self.db.pool_id(pool)
             there = select(SystemPools.system_id).where(
                 SystemPools.system_id == system_id, SystemPools.pool_id == pool_id
             )
             if self.conn.execute(there).first():
                 return False
             self.conn.execute(insert(SystemPools).values(system_id=system_id, pool_id=pool_id))
-            self._log(now, actor, "system", "add to pool", object_id=system_id, name=fqdn, new=pool)
+            self.db.log(
+                now, actor, "system", "add to pool", object_id=system_id, name=fqdn, new=pool
+            )
         return True
 
     def remove_from_pool(self, fqdn: str, pool: str, *, actor: str, now: datetime) -> bool:
         """Take a system out of a pool; False when it was not in it."""
-        with self.atomic():
-            system_id, pool_id = self._system_by_fqdn(fqdn).id, self._pool_id(pool)
+        with self.db.atomic():
+            system_id, pool_id = self.db.system_by_fqdn(fqdn).id, self.db.pool_id(pool)
             stmt = delete(SystemPools).where(
                 SystemPools.system_id == system_id, SystemPools.pool_id == pool_id
             )
             if not self.conn.execute(stmt).rowcount:
                 return False
-            self._log(
+            self.db.log(
                 now, actor, "system", "remove from pool", object_id=system_id, name=fqdn, old=pool
             )
         return True
 
     def allow(self, pool: str, group: str, maximum: Priority, *, actor: str, now: datetime) -> None:
         """Let ``group`` run on ``pool`` up to ``maximum`` (replacing its earlier rule there)."""
-        with self.atomic():
-            pool_id, group_id = self._pool_id(pool), self._group_id(group)
+        with self.db.atomic():
+            pool_id, group_id = self.db.pool_id(pool), self.db.group_id(group)
             old = self._rule(pool_id, group_id)
             if old is None:
                 self.conn.execute(
@@ -76,7 +82,7 @@ class AccessStore(StoreBase):
                 )
             # From its first rule on, only a pool's rules count (AccessPolicy).
             self.conn.execute(update(Pools).where(Pools.id == pool_id).values(restricted=True))
-            self._log(
+            self.db.log(
                 now,
                 actor,
                 "pool",
@@ -89,8 +95,8 @@ class AccessStore(StoreBase):
 
     def revoke(self, pool: str, group: str, *, actor: str, now: datetime) -> bool:
         """Remove ``group``'s rule on ``pool``; the pool stays restricted. False if none."""
-        with self.atomic():
-            pool_id, group_id = self._pool_id(pool), self._group_id(group)
+        with self.db.atomic():
+            pool_id, group_id = self.db.pool_id(pool), self.db.group_id(group)
             old = self._rule(pool_id, group_id)
             if old is None:
                 return False
@@ -99,7 +105,9 @@ class AccessStore(StoreBase):
                     AccessRules.pool_id == pool_id, AccessRules.group_id == group_id
                 )
             )
-            self._log(now, actor, "pool", f"revoke {group}", object_id=pool_id, name=pool, old=old)
+            self.db.log(
+                now, actor, "pool", f"revoke {group}", object_id=pool_id, name=pool, old=old
+            )
         return True
 
     def load_access_policy(self) -> AccessPolicy:

@@ -12,7 +12,7 @@ from sqlalchemy import func, or_, select
 from labq.domain.accounting import Busy, Ended, Served, Started
 from labq.domain.states import Result, Usage
 from labq.domain.usage import BUSY
-from labq.store.base import StoreBase
+from labq.store.base import Db
 from labq.store.columns import epoch
 from labq.store.tables import (
     Activity,
@@ -40,8 +40,12 @@ class AccountingRecords:
     pools: dict[str, frozenset[str]]
 
 
-class AccountingStore(StoreBase):
+class AccountingStore:
     """The reads behind the usage report."""
+
+    def __init__(self, db: Db) -> None:
+        self.db = db
+        self.conn = db.conn
 
     def accounting_records(self, start: datetime, end: datetime) -> AccountingRecords:
         """Busy stretches (clipped to ``[start, end)``), recipes that ended and sets that

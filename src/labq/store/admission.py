@@ -6,7 +6,8 @@ jobs it waits for, the filter rules (``filters``) applied to the job's facts,
 and the ``rate-limit:N:label`` items of its reason. :meth:`admission_of` turns
 those into what the scheduler needs (a block reason and rate-limit buckets);
 the judging itself is pure (:mod:`labq.domain.dependencies`,
-:mod:`labq.domain.filters`). Paused lab queues are rows of ``lab_pauses``.
+:mod:`labq.domain.filters`). The rules themselves are :mod:`labq.store.filters`;
+paused lab queues are :mod:`labq.store.pauses`.
 """
 
 from __future__ import annotations
@@ -15,26 +16,24 @@ import functools
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any
+from datetime import datetime
 
-from sqlalchemy import Select, bindparam, delete, exists, func, insert, select, update
+from sqlalchemy import Select, bindparam, exists, func, insert, select, update
 from sqlalchemy.orm import aliased
 
 from labq.domain import filters
 from labq.domain.dependencies import Dependency, Edge, find_cycle, states_text, verdict
 from labq.domain.states import FINAL_RECIPE_STATES, RecipeState
 from labq.errors import InputError, NotFoundError
+from labq.store.base import Db
 from labq.store.columns import values_of
+from labq.store.filters import FilterStore
 from labq.store.jobstate import job_states
 from labq.store.moves import RecipeMoves
 from labq.store.tables import (
-    Filters,
     Groups,
     JobDependencies,
     Jobs,
-    LabPauses,
-    Labs,
     Recipes,
     RecipeSets,
     Users,
@@ -50,28 +49,14 @@ class JobAdmission:
     refused: str | None = None  # a dependency ended wrongly, or a reject rule matches
 
 
-@dataclass(frozen=True)
-class FilterView:
-    """A stored filter rule, with who made it and when."""
+class AdmissionStore:
+    """Dependencies, and what they and the filter rules mean for a job's sets."""
 
-    rule: filters.Rule
-    created_by: str | None
-    created_at: datetime
-
-
-@dataclass(frozen=True)
-class PauseView:
-    """A paused lab queue: since when, until when (None: until resumed), why, by whom."""
-
-    lab: str
-    since: datetime
-    until: datetime | None
-    reason: str | None
-    paused_by: str | None
-
-
-class AdmissionStore(RecipeMoves):
-    """Dependencies, filters, pauses, and what they mean for a job's sets."""
+    def __init__(self, db: Db, moves: RecipeMoves, filters: FilterStore) -> None:
+        self.db = db
+        self.conn = db.conn
+        self.moves = moves
+        self.filters = filters
 
     # --- dependencies -------------------------------------------------------------
 
@@ -82,7 +67,7 @@ class AdmissionStore(RecipeMoves):
         job that already ended in a state the dependency does not accept, and
         anything that would close a cycle. Nothing is stored if one is refused.
         """
-        with self.atomic():
+        with self.db.atomic():
             edges: list[Edge] = []
             for index, dependency in enumerate(depends):
                 place = f"depends[{index}]"
@@ -173,7 +158,7 @@ class AdmissionStore(RecipeMoves):
         if not job_ids:
             return {}
         facts = self.job_facts(job_ids)
-        rules = self.filter_rules()
+        rules = self.filters.filter_rules()
         edges = self.dependencies_of(job_ids)
         ended = self.ended_jobs(e.on for found in edges.values() for e in found)
         out = {}
@@ -204,7 +189,7 @@ class AdmissionStore(RecipeMoves):
         facts = self.job_facts([job_id])
         if job_id not in facts:
             raise NotFoundError(f"no job {job_id}")
-        decision = filters.decide(self.filter_rules(), facts[job_id])
+        decision = filters.decide(self.filters.filter_rules(), facts[job_id])
         return decision.rule if decision.action == "reject" else None
 
     def cancel_sets(
@@ -215,7 +200,7 @@ class AdmissionStore(RecipeMoves):
         The reason goes into each recipe's history, the set's error and the activity log.
         """
         touched: list[int] = []
-        with self.atomic():
+        with self.db.atomic():
             jobs: set[int] = set()
             for set_id in sorted(set(set_ids)):
                 rows = self.conn.execute(
@@ -228,7 +213,7 @@ class AdmissionStore(RecipeMoves):
                     .order_by(Recipes.id)
                 ).all()
                 moved = [
-                    self.move_recipe(rid, RecipeState.CANCELLED, now=now, reason=reason)
+                    self.moves.move_recipe(rid, RecipeState.CANCELLED, now=now, reason=reason)
                     for rid, _ in rows
                 ]
                 if any(moved):
@@ -238,143 +223,10 @@ class AdmissionStore(RecipeMoves):
                         update(RecipeSets).where(RecipeSets.id == set_id).values(error=reason)
                     )
             for job_id in sorted(jobs):
-                self._log(now, actor, "job", "cancel", object_id=job_id, reason=reason)
+                self.db.log(now, actor, "job", "cancel", object_id=job_id, reason=reason)
         return touched
 
     # --- filter rules -----------------------------------------------------------------
-
-    def add_filter(
-        self,
-        *,
-        action: str,
-        actor: str,
-        now: datetime,
-        priority: int = 0,
-        rate: int | None = None,
-        predicates: Sequence[filters.Predicate] = (),
-        comment: str | None = None,
-    ) -> filters.Rule:
-        """Store a filter rule; raise InputError when action, rate and priority do not agree."""
-        try:
-            filters.check_rule(action, rate, priority)
-        except filters.FilterError as exc:
-            raise InputError(str(exc), place="rate" if "rate" in str(exc) else "action") from None
-        with self.atomic():
-            filter_id = self.conn.execute(
-                insert(Filters)
-                .values(
-                    priority=priority,
-                    action=action,
-                    rate=rate,
-                    predicates=[p.to_native() for p in predicates],
-                    comment=comment,
-                    created_by=self._user_id(actor),
-                    created_at=now,
-                )
-                .returning(Filters.id)
-            ).scalar_one()
-            rule = filters.Rule(filter_id, priority, action, tuple(predicates), rate, comment)
-            self._log(now, actor, "filter", "add", object_id=filter_id, new=_summary(rule))
-        return rule
-
-    def list_filters(self) -> list[FilterView]:
-        """Every filter rule, in the order they are tried."""
-        rows = self.conn.execute(
-            select(Filters, Users.name.label("creator"))
-            .outerjoin(Users, Users.id == Filters.created_by)
-            .order_by(Filters.priority, Filters.id)
-        )
-        return [FilterView(_rule(row), row.creator, row.created_at) for row in rows]
-
-    def filter_rules(self) -> list[filters.Rule]:
-        """Every filter rule, in the order they are tried."""
-        rows = self.conn.execute(select(Filters).order_by(Filters.priority, Filters.id))
-        return [_rule(row) for row in rows]
-
-    def delete_filter(self, filter_id: int, *, actor: str, now: datetime) -> filters.Rule:
-        """Remove a filter rule; returns it (NotFoundError when there is none)."""
-        with self.atomic():
-            row = self.conn.execute(select(Filters).where(Filters.id == filter_id)).one_or_none()
-            if row is None:
-                raise NotFoundError(f"no filter {filter_id}")
-            rule = _rule(row)
-            self.conn.execute(delete(Filters).where(Filters.id == filter_id))
-            self._log(now, actor, "filter", "delete", object_id=filter_id, old=_summary(rule))
-        return rule
-
-    # --- paused lab queues -------------------------------------------------------------
-
-    def pause_queue(
-        self,
-        lab: str,
-        *,
-        actor: str,
-        now: datetime,
-        until: datetime | None = None,
-        reason: str | None = None,
-    ) -> PauseView:
-        """Pause a lab's queue (again: the new end and reason replace the old)."""
-        if until is not None and until <= now:
-            raise InputError("the pause must end in the future", place="until")
-        with self.atomic():
-            lab_id = self._lab_id(lab)
-            self.conn.execute(delete(LabPauses).where(LabPauses.lab_id == lab_id))
-            self.conn.execute(
-                insert(LabPauses).values(
-                    lab_id=lab_id,
-                    since=now,
-                    until=until,
-                    reason=reason,
-                    paused_by=self._user_id(actor),
-                )
-            )
-            self._log(now, actor, "lab", "pause", name=lab, new=until, reason=reason)
-        return PauseView(lab, now, None if until is None else until.astimezone(UTC), reason, actor)
-
-    def resume_queue(self, lab: str, *, actor: str, now: datetime) -> bool:
-        """Resume a lab's queue; False when it was not paused."""
-        with self.atomic():
-            lab_id = self._lab_id(lab)
-            gone = self.conn.execute(delete(LabPauses).where(LabPauses.lab_id == lab_id))
-            if gone.rowcount == 0:
-                return False
-            self._log(now, actor, "lab", "resume", name=lab)
-        return True
-
-    def list_pauses(self, *, now: datetime | None = None) -> list[PauseView]:
-        """Paused lab queues by lab; with ``now``, only those whose pause has not run out."""
-        stmt = (
-            select(Labs.name, LabPauses.since, LabPauses.until, LabPauses.reason, Users.name)
-            .join(Labs, Labs.id == LabPauses.lab_id)
-            .outerjoin(Users, Users.id == LabPauses.paused_by)
-            .order_by(Labs.name)
-        )
-        if now is not None:
-            stmt = stmt.where(LabPauses.until.is_(None) | (LabPauses.until > now))
-        return [PauseView(*row) for row in self.conn.execute(stmt)]
-
-    def expire_pauses(self, now: datetime) -> list[str]:
-        """Remove the pauses that have run out by ``now``; returns their labs."""
-        with self.atomic():
-            rows = self.conn.execute(
-                select(LabPauses.lab_id, Labs.name)
-                .join(Labs, Labs.id == LabPauses.lab_id)
-                .where(LabPauses.until.is_not(None), LabPauses.until <= now)
-                .order_by(Labs.name)
-            ).all()
-            if rows:
-                ids = [lab_id for lab_id, _ in rows]
-                self.conn.execute(delete(LabPauses).where(LabPauses.lab_id.in_(ids)))
-                for _, name in rows:
-                    self._log(now, "scheduler", "lab", "resume", name=name, reason="pause ended")
-        return [name for _, name in rows]
-
-    def next_pause_end(self) -> datetime | None:
-        """When the first pause with an end runs out (None: none has one)."""
-        found: datetime | None = self.conn.execute(select(func.min(LabPauses.until))).scalar()
-        return found
-
-    # --- the parts --------------------------------------------------------------------
 
     def _resolve(self, job_id: int, target: int | str, place: str) -> int:
         if isinstance(target, int):
@@ -411,19 +263,6 @@ class AdmissionStore(RecipeMoves):
 
 def _names(states: Iterable[RecipeState]) -> list[str]:
     return [s.value for s in states]
-
-
-def _rule(row: Any) -> filters.Rule:
-    predicates = tuple(
-        filters.make_predicate(p["field"], p["op"], p["value"]) for p in row.predicates
-    )
-    return filters.Rule(row.id, row.priority, row.action, predicates, row.rate, row.comment)
-
-
-def _summary(rule: filters.Rule) -> str:
-    action = f"rate-limit {rule.rate}" if rule.action == "rate-limit" else rule.action
-    where = " ".join(str(p) for p in rule.predicates) or "every job"
-    return f"{action} if {where} (priority {rule.priority})"
 
 
 @functools.cache

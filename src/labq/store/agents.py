@@ -25,6 +25,7 @@ from typing import Any, Final
 from sqlalchemy import insert, select, update
 
 from labq.errors import ClaimLost, ConflictError, InputError, NotFoundError
+from labq.store.base import Db
 from labq.store.supervisors import Beat, SupervisorStore, untaken
 from labq.store.tables import Agents, Labs, Recipes, RecipeSets, Systems, Tasks
 from labq.store.tokens import digest_of
@@ -66,8 +67,13 @@ class AgentView:
         )
 
 
-class AgentStore(SupervisorStore):
+class AgentStore:
     """Agent tokens and registry; claims, heartbeats and report numbers of agent-run sets."""
+
+    def __init__(self, db: Db, supervisors: SupervisorStore) -> None:
+        self.db = db
+        self.conn = db.conn
+        self.supervisors = supervisors
 
     # --- the registry -------------------------------------------------------------
 
@@ -81,9 +87,9 @@ class AgentStore(SupervisorStore):
         if not labs:
             raise InputError("an agent serves at least one lab", place="labs")
         wanted = sorted(set(labs))
-        with self.atomic():
+        with self.db.atomic():
             for lab in wanted:
-                self._lab_id(lab)  # NotFoundError names it
+                self.db.lab_id(lab)  # NotFoundError names it
             taken = select(Agents.id).where(Agents.name == name)
             if self.conn.execute(taken).first() is not None:
                 raise ConflictError(f"there is an agent called {name!r} already")
@@ -93,18 +99,18 @@ class AgentStore(SupervisorStore):
                 .values(name=name, digest=digest_of(secret), labs=wanted, created_at=now)
                 .returning(Agents.id)
             ).scalar_one()
-            self._log(now, actor, "agent", "create", object_id=agent_id, name=name)
+            self.db.log(now, actor, "agent", "create", object_id=agent_id, name=name)
         return self.get_agent(name), secret
 
     def revoke_agent(self, name: str, *, now: datetime, actor: str) -> AgentView:
         """Revoke an agent's token (it may claim and report nothing more); a repeat is a no-op."""
-        with self.atomic():
+        with self.db.atomic():
             agent = self.get_agent(name)
             if agent.revoked_at is None:
                 self.conn.execute(
                     update(Agents).where(Agents.id == agent.id).values(revoked_at=now)
                 )
-                self._log(now, actor, "agent", "revoke", object_id=agent.id, name=name)
+                self.db.log(now, actor, "agent", "revoke", object_id=agent.id, name=name)
         return self.get_agent(name)
 
     def get_agent(self, name: str) -> AgentView:
@@ -156,7 +162,7 @@ class AgentStore(SupervisorStore):
         ):
             if value is not None:
                 values[key] = value
-        with self.atomic():
+        with self.db.atomic():
             self.conn.execute(update(Agents).where(Agents.id == agent_id).values(**values))
 
     # --- claims and heartbeats ------------------------------------------------------
@@ -197,7 +203,7 @@ class AgentStore(SupervisorStore):
                 report_seq=0,
             )
         )
-        with self.atomic():
+        with self.db.atomic():
             return bool(self.conn.execute(stmt).rowcount == 1)
 
     def agent_beat(
@@ -215,7 +221,7 @@ class AgentStore(SupervisorStore):
         if not ids:
             return out
         claims = dict(sets)
-        with self.atomic():
+        with self.db.atomic():
             rows = self.conn.execute(
                 select(
                     RecipeSets.id,
@@ -268,7 +274,7 @@ class AgentStore(SupervisorStore):
             RecipeSets.claim == claim,
             RecipeSets.agent_id == agent_id,
         )
-        with self.atomic():
+        with self.db.atomic():
             stmt = update(RecipeSets).where(*match, RecipeSets.supervisor_pid == 0)
             if self.conn.execute(stmt.values(supervisor_pid=-1)).rowcount == 1:
                 return True
@@ -291,7 +297,7 @@ class AgentStore(SupervisorStore):
     def guard_agent_claim(self, set_id: int, claim: str, agent_id: int) -> None:
         """Go on only while the agent's claim holds the unfinished set (locks its row);
         raises :class:`~labq.errors.ClaimLost` otherwise."""
-        self.guard_claim(set_id, claim)
+        self.supervisors.guard_claim(set_id, claim)
         owner = select(RecipeSets.agent_id).where(RecipeSets.id == set_id)
         if self.conn.execute(owner).scalar_one_or_none() != agent_id:
             raise ClaimLost(f"recipe set {set_id}: another supervisor holds it")
@@ -302,16 +308,6 @@ class AgentStore(SupervisorStore):
             select(RecipeSets.claim).where(RecipeSets.id == set_id, RecipeSets.agent_id == agent_id)
         ).one_or_none()
         return row is not None and row.claim is not None and hmac.compare_digest(row.claim, claim)
-
-    def agent_of_set(self, set_id: int) -> int | None:
-        """The agent that claimed a set (None: none did); NotFoundError for no such set."""
-        row = self.conn.execute(
-            select(RecipeSets.agent_id).where(RecipeSets.id == set_id)
-        ).one_or_none()
-        if row is None:
-            raise NotFoundError(f"no recipe set {set_id}")
-        found: int | None = row.agent_id
-        return found
 
     def lab_of_set(self, set_id: int) -> str | None:
         """The lab a set started in (None: not started, or no such set)."""
@@ -359,21 +355,10 @@ class AgentStore(SupervisorStore):
 
     def set_report_seq(self, set_id: int, seq: int) -> None:
         """Record the last report applied."""
-        with self.atomic():
+        with self.db.atomic():
             self.conn.execute(
                 update(RecipeSets).where(RecipeSets.id == set_id).values(report_seq=seq)
             )
-
-    def agent_running(self) -> dict[int, int]:
-        """Started, unfinished sets per agent id."""
-        stmt = select(RecipeSets.agent_id, RecipeSets.id).where(
-            RecipeSets.agent_id.is_not(None), RecipeSets.finished_at.is_(None)
-        )
-        out: dict[int, int] = {}
-        for agent_id, _set in self.conn.execute(stmt):
-            if agent_id is not None:
-                out[agent_id] = out.get(agent_id, 0) + 1
-        return out
 
 
 def _view(row: Any) -> AgentView:

@@ -29,11 +29,13 @@ class SystemState(NamedTuple):
     recipe_id: int | None
 
 
-class StoreBase:
-    """A repository part bound to one connection; the caller owns the transaction.
+class Db:
+    """The connection the parts of one repository share; the caller owns the transaction.
 
-    Every public method that writes runs inside :meth:`atomic`, so a method
-    that raises leaves nothing behind, even if the caller goes on and commits.
+    Every public method of a part that writes runs inside :meth:`atomic`, so a
+    method that raises leaves nothing behind, even if the caller goes on and
+    commits. Besides, what every part needs: lookups by name, the guarded move of
+    a system with its history row, and the activity log.
     """
 
     def __init__(self, conn: Connection, *, savepoints: bool = True) -> None:
@@ -56,39 +58,39 @@ class StoreBase:
 
     # --- lookups by name -------------------------------------------------------
 
-    def _id_of(self, table: type[Named], name: str) -> int:
+    def id_of(self, table: type[Named], name: str) -> int:
         found = self.conn.execute(select(table.id).where(table.name == name)).scalar_one_or_none()
         if found is None:
             raise NotFoundError(f"no {_KINDS[table]} named {name!r}")
         return found
 
-    def _lab_id(self, name: str) -> int:
-        return self._id_of(Labs, name)
+    def lab_id(self, name: str) -> int:
+        return self.id_of(Labs, name)
 
-    def _user_id(self, name: str) -> int:
-        return self._id_of(Users, name)
+    def user_id(self, name: str) -> int:
+        return self.id_of(Users, name)
 
-    def _group_id(self, name: str) -> int:
-        return self._id_of(Groups, name)
+    def group_id(self, name: str) -> int:
+        return self.id_of(Groups, name)
 
-    def _pool_id(self, name: str) -> int:
-        return self._id_of(Pools, name)
+    def pool_id(self, name: str) -> int:
+        return self.id_of(Pools, name)
 
-    def _system_state(self, *where: ColumnElement[bool]) -> SystemState:
+    def system_state(self, *where: ColumnElement[bool]) -> SystemState:
         row = self.conn.execute(select(*_STATE_COLUMNS).where(*where)).one_or_none()
         if row is None:
             raise NotFoundError("no such system")
         return _state(row)
 
-    def _system_by_fqdn(self, fqdn: str) -> SystemState:
+    def system_by_fqdn(self, fqdn: str) -> SystemState:
         try:
-            return self._system_state(Systems.fqdn == fqdn)
+            return self.system_state(Systems.fqdn == fqdn)
         except NotFoundError:
             raise NotFoundError(f"no system named {fqdn!r}") from None
 
     # --- guarded updates and the usage history -----------------------------------
 
-    def _move_system(
+    def move_system(
         self, seen: SystemState, now: datetime, guard: Iterable[ColumnElement[bool]], **values: Any
     ) -> SystemState:
         """A guarded UPDATE of one system, then its history row.
@@ -106,10 +108,10 @@ class StoreBase:
         if len(rows) != 1:
             raise ConflictError(f"system {seen.fqdn} changed under us; nothing was moved")
         after = _state(rows[0])
-        self._record(after, now)
+        self.record(after, now)
         return after
 
-    def _record(self, system: SystemState, now: datetime, *, first: bool = False) -> None:
+    def record(self, system: SystemState, now: datetime, *, first: bool = False) -> None:
         """Close the system's open history row and open one for its state."""
         start = now if first else self._close_open_row(system, now)
         self.conn.execute(
@@ -147,7 +149,7 @@ class StoreBase:
 
     # --- the activity log ------------------------------------------------------
 
-    def _log(
+    def log(
         self,
         now: datetime,
         actor: str,

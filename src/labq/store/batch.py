@@ -47,6 +47,7 @@ from labq.domain.states import (
     usage_predecessors,
 )
 from labq.errors import ConflictError
+from labq.store.base import Db
 from labq.store.columns import UTCDateTime, values_of
 from labq.store.moves import STAMPS, RecipeMoves
 from labq.store.supervisors import SupervisorStore
@@ -67,14 +68,23 @@ class _System:
     recipe_id: int | None
 
 
-class BatchMoves(RecipeMoves, SystemStore, SupervisorStore):
+class BatchMoves:
     """Placements, queue moves, starts and idle systems, each batch in a few statements."""
+
+    def __init__(
+        self, db: Db, moves: RecipeMoves, systems: SystemStore, supervisors: SupervisorStore
+    ) -> None:
+        self.db = db
+        self.conn = db.conn
+        self.moves = moves
+        self.systems = systems
+        self.supervisors = supervisors
 
     def schedule_many(self, placements: Sequence[tuple[int, str]], *, now: datetime) -> None:
         """Schedule each recipe on its free system, as ``move_recipe(…, SCHEDULED, system=…)``."""
         if not placements:
             return
-        with self.atomic():
+        with self.db.atomic():
             systems = self._systems_by_fqdn([fqdn for _, fqdn in placements])
             states = self._recipe_states([recipe for recipe, _ in placements])
             plain = len(set(systems)) == len(placements) and all(
@@ -88,7 +98,7 @@ class BatchMoves(RecipeMoves, SystemStore, SupervisorStore):
             )
             if not plain:
                 for recipe, fqdn in placements:  # says exactly what is wrong, or is a repeat
-                    self.move_recipe(recipe, RecipeState.SCHEDULED, now=now, system=fqdn)
+                    self.moves.move_recipe(recipe, RecipeState.SCHEDULED, now=now, system=fqdn)
                 return
             target = RecipeState.SCHEDULED
             usage = usage_after_recipe(target, Condition.AUTOMATED)  # scheduled: mirrored
@@ -129,7 +139,7 @@ class BatchMoves(RecipeMoves, SystemStore, SupervisorStore):
             return
         if target not in (RecipeState.QUEUED, RecipeState.ASSIGNED):
             raise ValueError(f"queue_many moves to queued or assigned, not {target.value}")
-        with self.atomic():
+        with self.db.atomic():
             states = self._recipe_states(recipes)
             if not all(
                 states[r] is not target
@@ -138,7 +148,7 @@ class BatchMoves(RecipeMoves, SystemStore, SupervisorStore):
                 for r in recipes
             ):
                 for recipe in recipes:  # says exactly what is wrong, or is a repeat
-                    self.move_recipe(recipe, target, now=now)
+                    self.moves.move_recipe(recipe, target, now=now)
                 return
             stamp = {STAMPS[target]: now} if target in STAMPS else {}
             self._each(
@@ -165,10 +175,10 @@ class BatchMoves(RecipeMoves, SystemStore, SupervisorStore):
             self._start_plainly(starts, now)
         except _Fallback:
             for set_id, lab, claim in starts:  # says exactly what is wrong, or is a repeat
-                self.start_recipe_set(set_id, lab=lab, now=now, claim=claim)
+                self.supervisors.start_recipe_set(set_id, lab=lab, now=now, claim=claim)
 
     def _start_plainly(self, starts: Sequence[tuple[int, str, str]], now: datetime) -> None:
-        with self.atomic():
+        with self.db.atomic():
             labs: dict[str, int] = dict(self.conn.execute(select(Labs.name, Labs.id)).all())
 
             def statement(v: Ref) -> Any:
@@ -203,7 +213,7 @@ class BatchMoves(RecipeMoves, SystemStore, SupervisorStore):
         """Free systems (no recipe) whose pending-system event found nothing: ``idle``."""
         if not fqdns:
             return
-        with self.atomic():
+        with self.db.atomic():
             systems = self._systems_by_fqdn(fqdns)
             if len(systems) != len(fqdns) or not all(
                 s.recipe_id is None
@@ -212,7 +222,7 @@ class BatchMoves(RecipeMoves, SystemStore, SupervisorStore):
                 for s in systems.values()
             ):
                 for fqdn in fqdns:
-                    self.set_usage(fqdn, Usage.IDLE, now=now)
+                    self.systems.set_usage(fqdn, Usage.IDLE, now=now)
                 return
             self._each(
                 lambda v: (

@@ -13,11 +13,11 @@ def first_admin(url: str, name: str, *, actor: str = "labq init") -> str | None:
     engine = database.make_engine(url)
     try:
         with transaction(engine) as repo:
-            if repo.list_users():
+            if repo.people.list_users():
                 return None
             now = datetime.now(UTC)
-            repo.add_user(name, actor=actor, now=now, admin=True)
-            _, secret = repo.create_token(name, f"created by {actor}", now=now)
+            repo.people.add_user(name, actor=actor, now=now, admin=True)
+            _, secret = repo.tokens.create_token(name, f"created by {actor}", now=now)
             return secret
     finally:
         engine.dispose()

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import select, update
 
 from labq.errors import ConflictError, InputError, NotFoundError
-from labq.store.base import StoreBase
+from labq.store.base import Db
 from labq.store.tables import Jobs, RecipeSets
 
 
@@ -27,8 +27,12 @@ class Extended(NamedTuple):
     extended: int
 
 
-class ExtensionStore(StoreBase):
+class ExtensionStore:
     """Moving running sets' deadlines, and telling their supervisors."""
+
+    def __init__(self, db: Db) -> None:
+        self.db = db
+        self.conn = db.conn
 
     def extend_sets(
         self,
@@ -46,7 +50,7 @@ class ExtensionStore(StoreBase):
         ``ceiling``, when the named set is not the job's, is not running or has no
         max_time, or when the job has no running set with a max_time.
         """
-        with self.atomic():
+        with self.db.atomic():
             chosen = self._running_sets(job_id, set_id)
             for sid, _, extended in chosen:
                 if extended + by > ceiling:
@@ -69,7 +73,7 @@ class ExtensionStore(StoreBase):
                 if self.conn.execute(stmt).rowcount != 1:
                     raise ConflictError(f"set {sid} ended or was extended meanwhile; try again")
                 done.append(Extended(sid, max_time + extended + by, extended + by))
-                self._log(now, actor, "job", "extend", object_id=job_id, new=f"set {sid} +{by}s")
+                self.db.log(now, actor, "job", "extend", object_id=job_id, new=f"set {sid} +{by}s")
         return done
 
     def _running_sets(self, job_id: int, set_id: int | None) -> list[tuple[int, int, int]]:

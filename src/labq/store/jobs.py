@@ -1,81 +1,59 @@
-"""Jobs: submitting one in a single transaction, loading it back, cancelling it.
+"""Reading jobs: one job, its sets and recipes, pages and selections of jobs, their states.
 
-A job is stored relationally (sets, recipes, excludes, tasks: what the
-scheduler queries) and also as its canonical JSON, kept for audit only; loading
-rebuilds the spec from the rows.
+Every read of a job goes through this part. The rows are turned back into specs
+and frozen views by :mod:`labq.store.loading`; the filters of a page are
+:func:`labq.store.listing.filtered` and :func:`labq.store.selection.picked`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any
 
-from sqlalchemy import Select, exists, func, insert, select, update
-from sqlalchemy.orm import aliased
+from sqlalchemy import Select, func, select
 
-from labq.domain.job import JobSpec
-from labq.domain.priority import Priority
-from labq.domain.states import FINAL_RECIPE_STATES, RecipeState, derived_state
-from labq.errors import InputError, NotFoundError
-from labq.store.columns import values_of
-from labq.store.jobstate import job_states, retry_owed_clause
-from labq.store.loading import JobLoader
-from labq.store.moves import RecipeMoves
-from labq.store.packing import TASK_COLUMNS, pack
-from labq.store.people import PeopleStore
-from labq.store.tables import (
-    Groups,
-    Jobs,
-    RecipeExcludes,
-    RecipeHistory,
-    Recipes,
-    RecipeSets,
-    Tasks,
-)
-from labq.store.views import JobView
+from labq.domain.states import RecipeState, derived_state
+from labq.errors import NotFoundError
+from labq.store.base import Db
+from labq.store.jobstate import job_states
+from labq.store.listing import MAX_PAGE, filtered
+from labq.store.loading import load_jobs, load_recipes, load_sets
+from labq.store.selection import MAX_SELECTED, JobLabel, JobQuery, picked
+from labq.store.tables import Groups, Jobs, Recipes, RecipeSets, Runs, Users
+from labq.store.views import JobView, RecipeSetView, RecipeView
 
 
-class JobStore(PeopleStore, RecipeMoves, JobLoader):
-    """Submitting, loading and cancelling jobs; their states are derived on the way out."""
+class JobStore:
+    """Loads jobs, sets and recipes with their specs rebuilt from the relational rows."""
 
-    def submit_job(
-        self,
-        spec: JobSpec,
-        *,
-        owner: str,
-        now: datetime,
-        source_format: str,
-        run_id: int | None = None,
-    ) -> int:
-        """Store a whole job in one step and return its id; recipes start ``new``.
-
-        ``owner`` (the authenticated submitter) must exist and, when the job
-        names a group, belong to it. ``run_id`` puts it in a run
-        (:meth:`~labq.store.runs.RunStore.create_run`). Nothing is stored if anything fails.
-        """
-        with self.atomic():
-            user = self.get_user(owner)
-            group_id = None
-            if spec.group is not None:
-                group_id = self._job_group(spec.group)
-                if not user.member_of(spec.group):
-                    raise InputError(
-                        f"user {owner!r} is not a member of group {spec.group!r}", place="group"
-                    )
-            # Rows are made from the canonical (JSON-safe) form the domain validated.
-            canonical = spec.canonical()
-            job_id = self._insert_job(canonical, self._user_id(owner), group_id, now, source_format)
-            if run_id is not None:
-                self.conn.execute(update(Jobs).where(Jobs.id == job_id).values(run_id=run_id))
-            for position, recipe_set in enumerate(canonical["recipe_sets"]):
-                self._insert_set(job_id, position, recipe_set, now=now)
-            self._log(now, owner, "job", "submit", object_id=job_id, new=source_format)
-        return job_id
+    def __init__(self, db: Db) -> None:
+        self.db = db
+        self.conn = db.conn
 
     def load_job(self, job_id: int) -> JobView:
         """A stored job with every set (retries included) and recipe state."""
-        return self._load_job(job_id)
+        found = load_jobs(self.conn, [job_id])
+        if not found:
+            raise NotFoundError(f"no job {job_id}")
+        return found[0]
+
+    def load_jobs(self, job_ids: Sequence[int]) -> list[JobView]:
+        """These jobs (those that exist), in a handful of queries, in this order."""
+        return load_jobs(self.conn, job_ids)
+
+    def get_recipe(self, recipe_id: int) -> RecipeView:
+        """One stored recipe."""
+        found = load_recipes(self.conn, Recipes.id == recipe_id)
+        if not found:
+            raise NotFoundError(f"no recipe {recipe_id}")
+        return found[0][0]
+
+    def get_recipe_set(self, set_id: int) -> RecipeSetView:
+        """One stored recipe set with its recipes."""
+        found = load_sets(self.conn, RecipeSets.id == set_id)
+        if not found:
+            raise NotFoundError(f"no recipe set {set_id}")
+        return found[0]
 
     def recipe_set_state(self, set_id: int) -> RecipeState:
         """A recipe set's state, derived from its recipes' states."""
@@ -89,202 +67,80 @@ class JobStore(PeopleStore, RecipeMoves, JobLoader):
             raise NotFoundError(f"no job {job_id}")
         return found[job_id]
 
-    def cancel_job(
-        self, job_id: int, *, actor: str, now: datetime, reason: str | None = None
-    ) -> int:
-        """Cancel a job; returns how many recipes it cancelled or asked to stop (0: none).
+    def list_jobs(
+        self,
+        *,
+        owner: str | None = None,
+        group: str | None = None,
+        state: RecipeState | None = None,
+        submitted_after: datetime | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> list[JobView]:
+        """One page of jobs, newest first; ``group="everybody"`` includes jobs naming none.
 
-        Sets not started yet end ``cancelled`` at once. Started sets are asked to
-        stop: their supervisor stops the tasks (``warn``, ``cancelled``), archives
-        the logs, and only then ends the recipes ``cancelled`` and lets the systems
-        go. Either way the set keeps the reason (``cancelled`` when none is given)
-        as its ``stop_reason``.
+        Unknown owners or groups match nothing rather than raising.
         """
-        with self.atomic():
-            self._require_job(job_id)
-            sets = self.conn.execute(
-                select(RecipeSets.id, RecipeSets.started_at)
-                .where(
-                    RecipeSets.job_id == job_id,
-                    RecipeSets.finished_at.is_(None),
-                    RecipeSets.stop_reason.is_(None),
-                )
-                .order_by(RecipeSets.id)
-            ).all()
-            count = 0
-            for set_id, started_at in sets:
-                unfinished = self._open_recipes(set_id)
-                if started_at is None:
-                    for recipe_id in unfinished:
-                        self.move_recipe(recipe_id, RecipeState.CANCELLED, now=now, reason=reason)
-                stmt = update(RecipeSets).where(RecipeSets.id == set_id)
-                self.conn.execute(stmt.values(stop_reason=reason or "cancelled"))
-                count += len(unfinished)
-            self._no_retries_after_cancel(job_id, reason or "cancelled")
-            if count:
-                self._log(now, actor, "job", "cancel", object_id=job_id, reason=reason)
-        return count
+        if not 0 < limit <= MAX_PAGE or offset < 0:
+            raise ValueError(f"limit must be 1..{MAX_PAGE} and offset >= 0")
+        stmt = filtered(select(Jobs.id), owner, group, state, submitted_after)
+        page = stmt.order_by(Jobs.id.desc()).limit(limit).offset(offset)
+        return load_jobs(self.conn, list(self.conn.execute(page).scalars()))
 
-    def _no_retries_after_cancel(self, job_id: int, reason: str) -> None:
-        """Sets of the job that ended owing a retry the scheduler has not made yet (it has
-        not heard they ended) never get one: say so where the scheduler and the job's
-        state look."""
-        clone = aliased(RecipeSets)
-        self.conn.execute(
-            update(RecipeSets)
-            .where(
-                RecipeSets.job_id == job_id,
-                retry_owed_clause(),
-                ~exists().where(clone.retry_of == RecipeSets.id),
-            )
-            .values(error=f"not re-scheduled: the job was cancelled ({reason})")
-        )
+    def count_jobs(
+        self,
+        *,
+        owner: str | None = None,
+        group: str | None = None,
+        state: RecipeState | None = None,
+        submitted_after: datetime | None = None,
+    ) -> int:
+        """How many jobs :meth:`list_jobs` would page through with the same filters."""
+        stmt = filtered(select(func.count(Jobs.id)), owner, group, state, submitted_after)
+        return int(self.conn.execute(stmt).scalar_one())
 
-    def _open_recipes(self, set_id: int) -> list[int]:
-        stmt = (
-            select(Recipes.id)
-            .where(
-                Recipes.recipe_set_id == set_id,
-                Recipes.state.not_in(values_of(FINAL_RECIPE_STATES)),
-            )
-            .order_by(Recipes.id)
-        )
+    def find_jobs(self, query: JobQuery, *, limit: int = 50, offset: int = 0) -> list[JobView]:
+        """One page of the jobs a :class:`JobQuery` picks, newest first."""
+        if not 0 < limit <= MAX_PAGE or offset < 0:
+            raise ValueError(f"limit must be 1..{MAX_PAGE} and offset >= 0")
+        stmt = picked(select(Jobs.id), query).order_by(Jobs.id.desc())
+        page = self.conn.execute(stmt.limit(limit).offset(offset)).scalars()
+        return load_jobs(self.conn, list(page))
+
+    def count_found(self, query: JobQuery) -> int:
+        """How many jobs it picks."""
+        stmt = picked(select(func.count(Jobs.id)), query)
+        return int(self.conn.execute(stmt).scalar_one())
+
+    def select_job_ids(self, query: JobQuery, *, limit: int = MAX_SELECTED) -> list[int]:
+        """Every job id it picks, oldest first (at most ``limit``)."""
+        stmt = picked(select(Jobs.id), query).order_by(Jobs.id).limit(limit)
         return list(self.conn.execute(stmt).scalars())
 
-    def change_priority(
-        self, job_id: int, priority: Priority, *, actor: str, now: datetime
-    ) -> list[int]:
-        """Set the nominal priority of the job's sets that still wait; returns their ids.
+    def run_names(self, job_ids: Iterable[int]) -> dict[int, str]:
+        """The name of each job's run, for those submitted in one."""
+        wanted = sorted(set(job_ids))
+        if not wanted:
+            return {}
+        stmt = select(Jobs.id, Runs.name).join(Runs, Runs.id == Jobs.run_id)
+        return {int(i): str(n) for i, n in self.conn.execute(stmt.where(Jobs.id.in_(wanted)))}
 
-        Started and ended sets keep theirs, as the scheduler's ``change_priority``
-        does; tell it the same sets.
-        """
-        with self.atomic():
-            self._require_job(job_id)
-            waiting = list(
-                self.conn.execute(
-                    update(RecipeSets)
-                    .where(
-                        RecipeSets.job_id == job_id,
-                        RecipeSets.started_at.is_(None),
-                        RecipeSets.finished_at.is_(None),
-                        RecipeSets.priority != priority.label,
-                    )
-                    .values(priority=priority.label)
-                    .returning(RecipeSets.id)
-                ).scalars()
-            )
-            if waiting:
-                self._log(now, actor, "job", "priority", object_id=job_id, new=priority.label)
-        return sorted(waiting)
-
-    def _job_group(self, name: str) -> int:
-        found = self.conn.execute(select(Groups.id).where(Groups.name == name)).scalar()
-        if found is None:
-            raise InputError(f"there is no group {name!r}", place="group")
-        return found
+    def job_labels(self, job_ids: Iterable[int]) -> dict[int, JobLabel]:
+        """Owner, group, whiteboard and run of each job that exists (one query)."""
+        wanted = sorted(set(job_ids))
+        if not wanted:
+            return {}
+        stmt = (
+            select(Jobs.id, Users.name, Groups.name, Jobs.whiteboard, Runs.name)
+            .join(Users, Users.id == Jobs.owner_id)
+            .outerjoin(Groups, Groups.id == Jobs.group_id)
+            .outerjoin(Runs, Runs.id == Jobs.run_id)
+            .where(Jobs.id.in_(wanted))
+        )
+        return {row[0]: JobLabel(*row[1:]) for row in self.conn.execute(stmt)}
 
     def _derive(self, states: Select[str], what: str) -> RecipeState:
         found = [RecipeState(s) for s in self.conn.execute(states).scalars()]
         if not found:  # every set has a recipe: no states, no such set or job
             raise NotFoundError(f"no {what}")
         return derived_state(found)
-
-    def _insert_job(
-        self, job: Mapping[str, Any], owner_id: int, group_id: int | None, now: datetime, fmt: str
-    ) -> int:
-        ref = job["ref"] or {}
-        stmt = insert(Jobs).values(
-            owner_id=owner_id,
-            group_id=group_id,
-            whiteboard=job["whiteboard"],
-            submitted_at=now,
-            ref_repo=ref.get("repo"),
-            ref_branch=ref.get("branch"),
-            ref_commit=ref.get("commit"),
-            source_format=fmt,
-            depends=job["depends"],
-            reason=job["reason"],
-            meta=job["metadata"],
-            spec=job,
-        )
-        return self.conn.execute(stmt.returning(Jobs.id)).scalar_one()
-
-    def _insert_set(
-        self,
-        job_id: int,
-        position: int | None,
-        recipe_set: Mapping[str, Any],
-        *,
-        now: datetime,
-        retry_of: int | None = None,
-        attempt: int = 1,
-    ) -> int:
-        """Insert a set from its canonical (native JSON) form; ``position`` None appends."""
-        if position is None:
-            last = select(func.max(RecipeSets.position)).where(RecipeSets.job_id == job_id)
-            position = (self.conn.execute(last).scalar() or 0) + 1
-        set_id = self.conn.execute(
-            insert(RecipeSets)
-            .values(
-                job_id=job_id,
-                position=position,
-                priority=recipe_set["priority"],
-                max_retries=recipe_set["max_retries"],
-                max_time=recipe_set["max_time"],
-                locks=recipe_set["locks"],
-                retry_of=retry_of,
-                attempt=attempt,
-                submitted_at=now,
-            )
-            .returning(RecipeSets.id)
-        ).scalar_one()
-        self._insert_recipes(set_id, recipe_set["recipes"], now)
-        return set_id
-
-    def _insert_recipes(
-        self, set_id: int, recipes: Sequence[Mapping[str, Any]], now: datetime
-    ) -> None:
-        packed = [pack(recipe) for recipe in recipes]
-        rows = [
-            {
-                "recipe_set_id": set_id,
-                "position": position,
-                "role": recipe["role"],
-                "host": recipe["host"],
-                "force": recipe["force"],
-                "state": RecipeState.NEW.value,
-                "whiteboard": recipe["whiteboard"],
-                "meta": meta,
-            }
-            for position, (recipe, (meta, _)) in enumerate(zip(recipes, packed, strict=True))
-        ]
-        stmt = insert(Recipes).returning(Recipes.id, sort_by_parameter_order=True)
-        ids = self.conn.execute(stmt, rows).scalars().all()
-        excludes = [
-            {"recipe_id": rid, "fqdn": fqdn}
-            for rid, recipe in zip(ids, recipes, strict=True)
-            for fqdn in sorted(set(recipe["exclude"]))  # a set: duplicates say nothing more
-        ]
-        tasks = [
-            {
-                "recipe_id": rid,
-                "position": position,
-                "status": "new",
-                **{k: task[k] for k in TASK_COLUMNS},
-            }
-            for rid, (_, task_list) in zip(ids, packed, strict=True)
-            for position, task in enumerate(task_list)
-        ]
-        self.conn.execute(
-            insert(RecipeHistory),
-            [{"recipe_id": rid, "state": RecipeState.NEW.value, "at": now} for rid in ids],
-        )
-        if excludes:
-            self.conn.execute(insert(RecipeExcludes), excludes)
-        if tasks:
-            self.conn.execute(insert(Tasks), tasks)
-
-    def _require_job(self, job_id: int) -> None:
-        if self.conn.execute(select(Jobs.id).where(Jobs.id == job_id)).first() is None:
-            raise NotFoundError(f"no job {job_id}")

@@ -18,7 +18,7 @@ from typing import NamedTuple
 from sqlalchemy import select, update
 
 from labq.errors import LeadershipLost
-from labq.store.base import StoreBase
+from labq.store.base import Db
 from labq.store.tables import Installation, Leadership
 
 
@@ -30,8 +30,12 @@ class Leader(NamedTuple):
     since: datetime | None
 
 
-class LeadershipStore(StoreBase):
+class LeadershipStore:
     """The installation id; leader epochs."""
+
+    def __init__(self, db: Db) -> None:
+        self.db = db
+        self.conn = db.conn
 
     def installation_id(self) -> str:
         """The database's own id (made by the migration): what a data directory is marked with."""
@@ -47,7 +51,7 @@ class LeadershipStore(StoreBase):
 
         Waits (on PostgreSQL) for a deposed leader's fenced transaction to end.
         """
-        with self.atomic():
+        with self.db.atomic():
             self.conn.execute(
                 update(Leadership)
                 .where(Leadership.id == 1)

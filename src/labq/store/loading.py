@@ -6,12 +6,10 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any, TypeAlias
 
-from sqlalchemy import ColumnElement, Row, select
+from sqlalchemy import ColumnElement, Connection, Row, select
 
 from labq.domain.job import JobSpec, RecipeSetSpec
 from labq.domain.states import RecipeState, Result
-from labq.errors import NotFoundError
-from labq.store.base import StoreBase
 from labq.store.packing import TASK_COLUMNS, guest_labels, unpack
 from labq.store.tables import (
     Groups,
@@ -29,79 +27,61 @@ from labq.store.views import JobView, RecipeSetView, RecipeView, TaskView
 AnyRow: TypeAlias = Row[*tuple[Any, ...]]
 
 
-class JobLoader(StoreBase):
-    """Loads jobs, sets and recipes with their specs rebuilt from the relational rows."""
+def load_jobs(conn: Connection, job_ids: Sequence[int]) -> list[JobView]:
+    """Several jobs in a handful of queries, in the order of ``job_ids``."""
+    rows = {
+        row.id: row
+        for row in conn.execute(
+            select(Jobs, Users.name.label("owner"), Groups.name.label("group"))
+            .join(Users, Users.id == Jobs.owner_id)
+            .outerjoin(Groups, Groups.id == Jobs.group_id)
+            .where(Jobs.id.in_(job_ids))
+        )
+    }
+    sets: dict[int, list[RecipeSetView]] = defaultdict(list)
+    for view in load_sets(conn, RecipeSets.job_id.in_(list(rows))):
+        sets[view.job_id].append(view)
+    return [_job_view(rows[i], sets[i]) for i in job_ids if i in rows]
 
-    def get_recipe(self, recipe_id: int) -> RecipeView:
-        """One stored recipe."""
-        found = self._recipes(Recipes.id == recipe_id)
-        if not found:
-            raise NotFoundError(f"no recipe {recipe_id}")
-        return found[0][0]
 
-    def get_recipe_set(self, set_id: int) -> RecipeSetView:
-        """One stored recipe set with its recipes."""
-        found = self._sets(RecipeSets.id == set_id)
-        if not found:
-            raise NotFoundError(f"no recipe set {set_id}")
-        return found[0]
+def load_sets(conn: Connection, where: ColumnElement[bool]) -> list[RecipeSetView]:
+    """The recipe sets ``where`` picks, by job and position, with their recipes."""
+    sets = conn.execute(
+        select(RecipeSets, Labs.name.label("lab"))
+        .outerjoin(Labs, Labs.id == RecipeSets.lab_id)
+        .where(where)
+        .order_by(RecipeSets.job_id, RecipeSets.position)
+    ).all()
+    recipes: dict[int, list[tuple[RecipeView, dict[str, Any]]]] = defaultdict(list)
+    for view, native in load_recipes(conn, Recipes.recipe_set_id.in_([s.id for s in sets])):
+        recipes[view.recipe_set_id].append((view, native))
+    return [_set_view(row, recipes[row.id]) for row in sets]
 
-    def _load_job(self, job_id: int) -> JobView:
-        found = self._load_jobs([job_id])
-        if not found:
-            raise NotFoundError(f"no job {job_id}")
-        return found[0]
 
-    def _load_jobs(self, job_ids: Sequence[int]) -> list[JobView]:
-        """Several jobs in a handful of queries, in the order of ``job_ids``."""
-        rows = {
-            row.id: row
-            for row in self.conn.execute(
-                select(Jobs, Users.name.label("owner"), Groups.name.label("group"))
-                .join(Users, Users.id == Jobs.owner_id)
-                .outerjoin(Groups, Groups.id == Jobs.group_id)
-                .where(Jobs.id.in_(job_ids))
-            )
-        }
-        sets: dict[int, list[RecipeSetView]] = defaultdict(list)
-        for view in self._sets(RecipeSets.job_id.in_(list(rows))):
-            sets[view.job_id].append(view)
-        return [_job_view(rows[i], sets[i]) for i in job_ids if i in rows]
-
-    def _sets(self, where: ColumnElement[bool]) -> list[RecipeSetView]:
-        sets = self.conn.execute(
-            select(RecipeSets, Labs.name.label("lab"))
-            .outerjoin(Labs, Labs.id == RecipeSets.lab_id)
-            .where(where)
-            .order_by(RecipeSets.job_id, RecipeSets.position)
-        ).all()
-        recipes: dict[int, list[tuple[RecipeView, dict[str, Any]]]] = defaultdict(list)
-        for view, native in self._recipes(Recipes.recipe_set_id.in_([s.id for s in sets])):
-            recipes[view.recipe_set_id].append((view, native))
-        return [_set_view(row, recipes[row.id]) for row in sets]
-
-    def _recipes(self, where: ColumnElement[bool]) -> list[tuple[RecipeView, dict[str, Any]]]:
-        """Recipes as views, each with its native spec form (for rebuilding set specs)."""
-        rows = self.conn.execute(
-            select(Recipes, Systems.fqdn)
-            .outerjoin(Systems, Systems.id == Recipes.system_id)
-            .where(where)
-            .order_by(Recipes.recipe_set_id, Recipes.position)
-        ).all()
-        ids = [r.id for r in rows]
-        excludes: dict[int, list[str]] = defaultdict(list)
-        for recipe_id, fqdn in self.conn.execute(
-            select(RecipeExcludes.recipe_id, RecipeExcludes.fqdn)
-            .where(RecipeExcludes.recipe_id.in_(ids))
-            .order_by(RecipeExcludes.fqdn)
-        ):
-            excludes[recipe_id].append(fqdn)
-        tasks: dict[int, list[AnyRow]] = defaultdict(list)
-        for task in self.conn.execute(
-            select(Tasks).where(Tasks.recipe_id.in_(ids)).order_by(Tasks.position)
-        ):
-            tasks[task.recipe_id].append(task)
-        return [_recipe(row, excludes[row.id], tasks[row.id]) for row in rows]
+def load_recipes(
+    conn: Connection, where: ColumnElement[bool]
+) -> list[tuple[RecipeView, dict[str, Any]]]:
+    """Recipes as views, each with its native spec form (for rebuilding set specs)."""
+    rows = conn.execute(
+        select(Recipes, Systems.fqdn)
+        .outerjoin(Systems, Systems.id == Recipes.system_id)
+        .where(where)
+        .order_by(Recipes.recipe_set_id, Recipes.position)
+    ).all()
+    ids = [r.id for r in rows]
+    excludes: dict[int, list[str]] = defaultdict(list)
+    for recipe_id, fqdn in conn.execute(
+        select(RecipeExcludes.recipe_id, RecipeExcludes.fqdn)
+        .where(RecipeExcludes.recipe_id.in_(ids))
+        .order_by(RecipeExcludes.fqdn)
+    ):
+        excludes[recipe_id].append(fqdn)
+    tasks: dict[int, list[AnyRow]] = defaultdict(list)
+    for task in conn.execute(
+        select(Tasks).where(Tasks.recipe_id.in_(ids)).order_by(Tasks.position)
+    ):
+        tasks[task.recipe_id].append(task)
+    return [_recipe(row, excludes[row.id], tasks[row.id]) for row in rows]
 
 
 def _recipe(

@@ -21,7 +21,7 @@ from sqlalchemy import delete, insert, select, text, update
 from labq.domain.locks import WHOLE_LAB
 from labq.domain.locktable import Blocker, Grant, LockTable, Outcome, Request
 from labq.errors import ConflictError, NotFoundError
-from labq.store.base import StoreBase
+from labq.store.base import Db
 from labq.store.columns import epoch, from_epoch
 from labq.store.tables import Labs, LockGrants, LockWaiters, RecipeSets
 
@@ -39,8 +39,12 @@ class LockWait:
     blockers: tuple[Blocker, ...]
 
 
-class LockStore(StoreBase):
+class LockStore:
     """Acquiring and releasing locks for running recipe sets; who holds and who waits."""
+
+    def __init__(self, db: Db) -> None:
+        self.db = db
+        self.conn = db.conn
 
     def acquire_locks(
         self,
@@ -57,7 +61,7 @@ class LockStore(StoreBase):
         (unless they name it), so a set holding the whole lab excludes the others.
         Asking again while waiting keeps the request's place and keeps it alive.
         """
-        with self.atomic():
+        with self.db.atomic():
             lab = self._running_lab(set_id)
             asked = _with_lab_lock(grants, lab) if lab_lock else list(grants)
             with self._changing(now) as table:
@@ -111,7 +115,7 @@ class LockStore(StoreBase):
     @contextmanager
     def _changing(self, now: datetime) -> Iterator[LockTable]:
         """The lock table, loaded under the service's lock; what changes in it is written back."""
-        with self.atomic():
+        with self.db.atomic():
             if self.conn.dialect.name == "postgresql":
                 self.conn.execute(text(f"SELECT pg_advisory_xact_lock({_PG_LOCKS_KEY})"))
             table = self._load(now)

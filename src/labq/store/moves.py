@@ -28,7 +28,7 @@ from labq.domain.states import (
     usage_predecessors,
 )
 from labq.errors import ConflictError, IllegalTransition, NotFoundError
-from labq.store.base import StoreBase, SystemState
+from labq.store.base import Db, SystemState
 from labq.store.columns import values_of
 from labq.store.tables import RecipeHistory, Recipes, RecipeSets, Systems, Tasks
 from labq.store.views import HistoryEntry
@@ -52,8 +52,12 @@ _ENDED_WITH_RECIPE: Final = {
 }
 
 
-class RecipeMoves(StoreBase):
+class RecipeMoves:
     """Recipe state moves; a recipe's system moves with it, and the history grows."""
+
+    def __init__(self, db: Db) -> None:
+        self.db = db
+        self.conn = db.conn
 
     def recipe_state(self, recipe_id: int) -> RecipeState:
         """The stored state of one recipe."""
@@ -76,7 +80,7 @@ class RecipeMoves(StoreBase):
         system to take is not free. Nothing is written unless everything is.
         ``reason`` goes into the recipe's history row.
         """
-        with self.atomic():
+        with self.db.atomic():
             current, held, set_id = self._recipe(recipe_id)
             if not check_recipe_move(current, target):
                 return False
@@ -84,7 +88,7 @@ class RecipeMoves(StoreBase):
             if target is RecipeState.SCHEDULED:
                 seen = self._free_system(recipe_id, system)
             elif held is not None:
-                seen = self._system_state(Systems.id == held)
+                seen = self.db.system_state(Systems.id == held)
             if not self._update_recipe(recipe_id, target, now, seen):
                 return False
             if seen is not None:
@@ -152,7 +156,7 @@ class RecipeMoves(StoreBase):
     def _free_system(self, recipe_id: int, fqdn: str | None) -> SystemState:
         if fqdn is None:
             raise IllegalTransition(f"recipe {recipe_id} cannot be scheduled without a system")
-        seen = self._system_by_fqdn(fqdn)
+        seen = self.db.system_by_fqdn(fqdn)
         if seen.recipe_id is not None:
             raise ConflictError(f"{fqdn} already serves recipe {seen.recipe_id}")
         check_usage_move(seen.usage, Usage.SCHEDULED)
@@ -210,4 +214,4 @@ class RecipeMoves(StoreBase):
             health["consecutive_aborts"] = Systems.consecutive_aborts + 1
         elif target is RecipeState.COMPLETED:
             health["consecutive_aborts"] = 0
-        self._move_system(seen, now, guard, usage=usage.value, recipe_id=holder, **health)
+        self.db.move_system(seen, now, guard, usage=usage.value, recipe_id=holder, **health)

@@ -18,6 +18,7 @@ from sqlalchemy import delete, exists, insert, or_, select, update
 from labq.domain.notices import EVENT, recipients
 from labq.domain.states import FINAL_RECIPE_STATES
 from labq.errors import NotFoundError
+from labq.store.base import Db
 from labq.store.jobs import JobStore
 from labq.store.tables import (
     Groups,
@@ -71,8 +72,13 @@ class NotificationView:
     sent_at: datetime | None
 
 
-class NoticeStore(JobStore):
+class NoticeStore:
     """Webhooks per user or group; the outbox of job-end emails and webhook POSTs."""
+
+    def __init__(self, db: Db, jobs: JobStore) -> None:
+        self.db = db
+        self.conn = db.conn
+        self.jobs = jobs
 
     def add_webhook(
         self,
@@ -85,9 +91,9 @@ class NoticeStore(JobStore):
         now: datetime,
     ) -> int:
         """A webhook for a user's jobs or a group's (exactly one of them)."""
-        with self.atomic():
-            user_id = None if user is None else self._user_id(user)
-            group_id = None if group is None else self._group_id(group)
+        with self.db.atomic():
+            user_id = None if user is None else self.db.user_id(user)
+            group_id = None if group is None else self.db.group_id(group)
             stmt = (
                 insert(Webhooks)
                 .values(
@@ -102,7 +108,7 @@ class NoticeStore(JobStore):
             )
             hook_id = self.conn.execute(stmt).scalar_one()
             whose = f"user {user}" if user is not None else f"group {group}"
-            self._log(now, actor, "webhook", "add", object_id=hook_id, new=url, reason=whose)
+            self.db.log(now, actor, "webhook", "add", object_id=hook_id, new=url, reason=whose)
         return hook_id
 
     def list_webhooks(self) -> list[WebhookView]:
@@ -131,10 +137,10 @@ class NoticeStore(JobStore):
 
     def remove_webhook(self, hook_id: int, *, actor: str, now: datetime) -> None:
         """Remove a webhook; its pending notifications fail when their turn comes."""
-        with self.atomic():
+        with self.db.atomic():
             hook = self.get_webhook(hook_id)
             self.conn.execute(delete(Webhooks).where(Webhooks.id == hook_id))
-            self._log(now, actor, "webhook", "remove", object_id=hook_id, old=hook.url)
+            self.db.log(now, actor, "webhook", "remove", object_id=hook_id, old=hook.url)
 
     def unnoticed_ended_jobs(self, *, limit: int = 100) -> list[int]:
         """Jobs every set of which has ended, not noticed yet (a retry may still be owed)."""
@@ -156,8 +162,8 @@ class NoticeStore(JobStore):
 
         Nothing is done for a job that has not ended (a retry is owed) or was noticed.
         """
-        with self.atomic():
-            job = self.load_job(job_id)
+        with self.db.atomic():
+            job = self.jobs.load_job(job_id)
             if job.state not in FINAL_RECIPE_STATES:
                 return 0
             seen = select(JobNotices.job_id).where(JobNotices.job_id == job_id)
@@ -220,7 +226,7 @@ class NoticeStore(JobStore):
 
     def mark_sent(self, notification_id: int, *, now: datetime) -> bool:
         """A notification went out; False when it was not pending (nothing changes)."""
-        with self.atomic():
+        with self.db.atomic():
             done = self.conn.execute(
                 update(Notifications)
                 .where(Notifications.id == notification_id, Notifications.state == "pending")
@@ -232,7 +238,7 @@ class NoticeStore(JobStore):
         self, notification_id: int, error: str, *, retry_at: datetime | None, now: datetime
     ) -> bool:
         """A try failed: tried again at ``retry_at``, or given up (None) and logged."""
-        with self.atomic():
+        with self.db.atomic():
             values: dict[str, Any] = {
                 "attempts": Notifications.attempts + 1,
                 "last_error": error[:2000],
@@ -249,7 +255,7 @@ class NoticeStore(JobStore):
             ).all()
             if done and retry_at is None:
                 job_id, kind, target = done[0]
-                self._log(
+                self.db.log(
                     now, "labq", "job", f"{kind}-failed", object_id=job_id, new=target, reason=error
                 )
         return len(done) == 1

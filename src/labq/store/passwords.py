@@ -17,7 +17,7 @@ from typing import Final
 from sqlalchemy import select, update
 
 from labq.errors import InputError
-from labq.store.base import StoreBase
+from labq.store.base import Db
 from labq.store.tables import Users
 
 SCHEME: Final = "scrypt"
@@ -61,8 +61,12 @@ def _b64(raw: bytes) -> str:
     return base64.urlsafe_b64encode(raw).decode()
 
 
-class PasswordStore(StoreBase):
+class PasswordStore:
     """Setting and checking users' passwords; only digests are stored."""
+
+    def __init__(self, db: Db) -> None:
+        self.db = db
+        self.conn = db.conn
 
     def set_password(self, user: str, password: str | None, *, actor: str, now: datetime) -> None:
         """Set (or with None, remove) a user's password. The activity log says only that."""
@@ -71,13 +75,13 @@ class PasswordStore(StoreBase):
             if not password or len(password) > MAX_PASSWORD:
                 raise InputError(f"a password has 1 to {MAX_PASSWORD} characters", place="password")
             digest = hash_password(password)
-        with self.atomic():
-            user_id = self._user_id(user)
+        with self.db.atomic():
+            user_id = self.db.user_id(user)
             self.conn.execute(
                 update(Users).where(Users.id == user_id).values(password_digest=digest)
             )
             action = "set password" if digest else "remove password"
-            self._log(now, actor, "user", action, object_id=user_id, name=user)
+            self.db.log(now, actor, "user", action, object_id=user_id, name=user)
 
     def check_password(self, user: str, password: str) -> bool:
         """Whether ``password`` is the user's; False for an unknown user or none set."""

@@ -9,21 +9,25 @@ from sqlalchemy import delete, insert, select
 
 from labq.domain.model import EVERYBODY, User
 from labq.errors import ConflictError, NotFoundError
-from labq.store.base import StoreBase
+from labq.store.base import Db
 from labq.store.tables import Groups, Memberships, Users
 
 
-class PeopleStore(StoreBase):
+class PeopleStore:
     """Users (admins among them), groups and memberships; every change is logged."""
+
+    def __init__(self, db: Db) -> None:
+        self.db = db
+        self.conn = db.conn
 
     def add_user(self, name: str, *, actor: str, now: datetime, admin: bool = False) -> int:
         """Add a user."""
-        with self.atomic():
+        with self.db.atomic():
             if self.conn.execute(select(Users.id).where(Users.name == name)).first():
                 raise ConflictError(f"user {name!r} already exists")
             stmt = insert(Users).values(name=name, admin=admin).returning(Users.id)
             user_id = self.conn.execute(stmt).scalar_one()
-            self._log(now, actor, "user", "add", object_id=user_id, name=name, new=_role(admin))
+            self.db.log(now, actor, "user", "add", object_id=user_id, name=name, new=_role(admin))
         return user_id
 
     def get_user(self, name: str) -> User:
@@ -39,12 +43,12 @@ class PeopleStore(StoreBase):
 
     def add_group(self, name: str, *, actor: str, now: datetime) -> int:
         """Add a group (``everybody`` exists from the start)."""
-        with self.atomic():
+        with self.db.atomic():
             if self.conn.execute(select(Groups.id).where(Groups.name == name)).first():
                 raise ConflictError(f"group {name!r} already exists")
             stmt = insert(Groups).values(name=name).returning(Groups.id)
             group_id = self.conn.execute(stmt).scalar_one()
-            self._log(now, actor, "group", "add", object_id=group_id, name=name)
+            self.db.log(now, actor, "group", "add", object_id=group_id, name=name)
         return group_id
 
     def list_groups(self) -> list[str]:
@@ -53,18 +57,18 @@ class PeopleStore(StoreBase):
 
     def add_member(self, user: str, group: str, *, actor: str, now: datetime) -> bool:
         """Put a user in a group; False when it already was (everybody is in ``everybody``)."""
-        with self.atomic():
-            user_id, group_id = self._user_id(user), self._group_id(group)
+        with self.db.atomic():
+            user_id, group_id = self.db.user_id(user), self.db.group_id(group)
             if group == EVERYBODY or self._is_member(user_id, group_id):
                 return False
             self.conn.execute(insert(Memberships).values(user_id=user_id, group_id=group_id))
-            self._log(now, actor, "group", "add member", object_id=group_id, name=group, new=user)
+            self.db.log(now, actor, "group", "add member", object_id=group_id, name=group, new=user)
         return True
 
     def remove_member(self, user: str, group: str, *, actor: str, now: datetime) -> bool:
         """Take a user out of a group; False when it was not in it."""
-        with self.atomic():
-            user_id, group_id = self._user_id(user), self._group_id(group)
+        with self.db.atomic():
+            user_id, group_id = self.db.user_id(user), self.db.group_id(group)
             gone = self.conn.execute(
                 delete(Memberships).where(
                     Memberships.user_id == user_id, Memberships.group_id == group_id
@@ -72,7 +76,7 @@ class PeopleStore(StoreBase):
             ).rowcount
             if not gone:
                 return False
-            self._log(
+            self.db.log(
                 now, actor, "group", "remove member", object_id=group_id, name=group, old=user
             )
         return True

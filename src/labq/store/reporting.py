@@ -16,7 +16,7 @@ from sqlalchemy import select, update
 
 from labq.domain.states import FINAL_RECIPE_STATES, RecipeState, Result
 from labq.errors import ConflictError, IllegalTransition, NotFoundError
-from labq.store.base import StoreBase
+from labq.store.base import Db
 from labq.store.columns import values_of
 from labq.store.tables import FINAL_TASK_STATUSES, Recipes, Tasks
 
@@ -44,12 +44,16 @@ def _predecessors(target: str) -> list[str]:
     return sorted(s for s, nexts in TASK_MOVES.items() if target in nexts)
 
 
-class ReportStore(StoreBase):
+class ReportStore:
     """Task progress and results, recipe results and log locations."""
+
+    def __init__(self, db: Db) -> None:
+        self.db = db
+        self.conn = db.conn
 
     def start_task(self, task_id: int, *, now: datetime) -> bool:
         """The task began running; its recipe must be running. False if it already was."""
-        with self.atomic():
+        with self.db.atomic():
             status, recipe_state = self._task(task_id)
             if not check_task_move(status, "running"):
                 return False
@@ -80,7 +84,7 @@ class ReportStore(StoreBase):
         """
         if status not in FINAL_TASK_STATUSES:
             raise IllegalTransition(f"a task ends completed, cancelled or aborted, not {status!r}")
-        with self.atomic():
+        with self.db.atomic():
             current, recipe_state = self._task(task_id)
             if not check_task_move(current, status):
                 return False
@@ -111,7 +115,7 @@ class ReportStore(StoreBase):
         self._set_recipe(recipe_id, log_dir=log_dir)
 
     def _set_recipe(self, recipe_id: int, **values: Any) -> None:
-        with self.atomic():
+        with self.db.atomic():
             stmt = update(Recipes).where(Recipes.id == recipe_id).values(**values)
             if self.conn.execute(stmt).rowcount != 1:
                 raise NotFoundError(f"no recipe {recipe_id}")

@@ -14,8 +14,8 @@ from sqlalchemy import func, insert, select, update
 from sqlalchemy.orm import aliased
 
 from labq.errors import ConflictError, InputError
-from labq.store.base import StoreBase
-from labq.store.tables import Jobs, Recipes, RecipeSets, SystemReservations, Systems, Users
+from labq.store.base import Db
+from labq.store.tables import Jobs, RecipeSets, SystemReservations, Systems, Users
 
 RESERVE = "reserve"
 LOAN = "loan"
@@ -34,8 +34,12 @@ class ReservationView:
     reason: str | None
 
 
-class ReservationStore(StoreBase):
+class ReservationStore:
     """Open, list, release and expire reservations and loans."""
+
+    def __init__(self, db: Db) -> None:
+        self.db = db
+        self.conn = db.conn
 
     def reserve_system(
         self,
@@ -52,15 +56,15 @@ class ReservationStore(StoreBase):
         """Hold ``fqdn`` for ``holder``; refused while someone holds it already."""
         if until is not None and until <= now:
             raise InputError("the reservation must end in the future", place="until")
-        with self.atomic():
-            system = self._system_by_fqdn(fqdn)
+        with self.db.atomic():
+            system = self.db.system_by_fqdn(fqdn)
             found = self.reservation_of(fqdn)
             if found is not None:
                 raise ConflictError(f"{fqdn} is already {describe(found)}")
             self.conn.execute(
                 insert(SystemReservations).values(
                     system_id=system.id,
-                    holder_id=self._user_id(holder),
+                    holder_id=self.db.user_id(holder),
                     kind=kind,
                     recipe_id=recipe,
                     since=now,
@@ -69,7 +73,7 @@ class ReservationStore(StoreBase):
                 )
             )
             action = "loan" if kind == LOAN else "reserve"
-            self._log(now, actor, "system", action, name=fqdn, new=holder, reason=reason)
+            self.db.log(now, actor, "system", action, name=fqdn, new=holder, reason=reason)
         stored = None if until is None else until.astimezone(UTC)
         return ReservationView(fqdn, holder, kind, now.astimezone(UTC), stored, recipe, reason)
 
@@ -77,12 +81,12 @@ class ReservationStore(StoreBase):
         self, fqdn: str, *, actor: str, now: datetime, reason: str | None = None
     ) -> ReservationView | None:
         """End the open reservation or loan of ``fqdn``; None when there was none."""
-        with self.atomic():
-            system = self._system_by_fqdn(fqdn)
+        with self.db.atomic():
+            system = self.db.system_by_fqdn(fqdn)
             found = self.reservation_of(fqdn)
             if found is None:
                 return None
-            released_by = None if actor == "scheduler" else self._user_id(actor)
+            released_by = None if actor == "scheduler" else self.db.user_id(actor)
             self.conn.execute(
                 update(SystemReservations)
                 .where(
@@ -91,7 +95,7 @@ class ReservationStore(StoreBase):
                 )
                 .values(released_at=max(now, found.since), released_by=released_by, reason=reason)
             )
-            self._log(now, actor, "system", "release", name=fqdn, old=found.holder, reason=reason)
+            self.db.log(now, actor, "system", "release", name=fqdn, old=found.holder, reason=reason)
         return found
 
     def reservation_of(self, fqdn: str) -> ReservationView | None:
@@ -153,15 +157,6 @@ class ReservationStore(StoreBase):
             .where(RecipeSets.id == set_id)
         ).scalar_one()
         return name
-
-    def job_of_recipe(self, recipe: int) -> int | None:
-        """The job a recipe belongs to (None: no such recipe)."""
-        found: int | None = self.conn.execute(
-            select(RecipeSets.job_id)
-            .join(Recipes, Recipes.recipe_set_id == RecipeSets.id)
-            .where(Recipes.id == recipe)
-        ).scalar_one_or_none()
-        return found
 
 
 def describe(reservation: ReservationView) -> str:

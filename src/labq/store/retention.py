@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import exists, func, insert, select
 
 from labq.errors import NotFoundError
-from labq.store.base import StoreBase
+from labq.store.base import Db
 from labq.store.columns import UTCDateTime
 from labq.store.tables import Jobs, LogPrunes, RecipeSets
 
@@ -34,8 +34,12 @@ class PruneRecord:
     bytes: int
 
 
-class RetentionStore(StoreBase):
+class RetentionStore:
     """Ended jobs whose logs may be due, and which jobs' logs were deleted."""
+
+    def __init__(self, db: Db) -> None:
+        self.db = db
+        self.conn = db.conn
 
     def ended_unpruned_jobs(
         self, ended_before: datetime, *, after: int = 0, limit: int = 500
@@ -75,7 +79,7 @@ class RetentionStore(StoreBase):
         self, job_id: int, tag: str, *, files: int, size: int, actor: str, now: datetime
     ) -> bool:
         """Record that a job's logs were deleted (once; False if it was already)."""
-        with self.atomic():
+        with self.db.atomic():
             if self.prune_record(job_id) is not None:
                 return False
             self.conn.execute(
@@ -83,7 +87,7 @@ class RetentionStore(StoreBase):
                     job_id=job_id, tag=tag, deleted_at=now, files=files, bytes=size
                 )
             )
-            self._log(
+            self.db.log(
                 now,
                 actor,
                 "job",

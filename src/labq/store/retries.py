@@ -9,12 +9,20 @@ from sqlalchemy import select, update
 
 from labq.domain.states import RecipeState
 from labq.errors import ConflictError, NotFoundError
+from labq.store.base import Db
 from labq.store.jobs import JobStore
+from labq.store.queue import QueueStore
 from labq.store.tables import RecipeSets
 
 
-class RetryStore(JobStore):
+class RetryStore:
     """Cloning an ended recipe set onto its job, and the plain-words error a set carries."""
+
+    def __init__(self, db: Db, jobs: JobStore, queue: QueueStore) -> None:
+        self.db = db
+        self.conn = db.conn
+        self.jobs = jobs
+        self.queue = queue
 
     def clone_recipe_set(
         self,
@@ -33,8 +41,8 @@ class RetryStore(JobStore):
         the scheduler's ``Retry``) adds further excludes per recipe.
         A set is retried at most once: retry the latest attempt.
         """
-        with self.atomic():
-            original = self.get_recipe_set(set_id)
+        with self.db.atomic():
+            original = self.jobs.get_recipe_set(set_id)
             if not original.state.is_final:
                 raise ConflictError(f"recipe set {set_id} has not ended; it cannot be retried")
             if self.conn.execute(
@@ -54,15 +62,15 @@ class RetryStore(JobStore):
                     avoid.add(view.system)
                 recipe["exclude"] = sorted(avoid)
             job_id = self._job_of(set_id)
-            clone = self._insert_set(
+            clone = self.queue.insert_set(
                 job_id, None, native, now=now, retry_of=set_id, attempt=original.attempt + 1
             )
-            self._log(now, actor, "job", "retry set", object_id=job_id, old=set_id, new=clone)
+            self.db.log(now, actor, "job", "retry set", object_id=job_id, old=set_id, new=clone)
         return clone
 
     def set_recipe_set_error(self, set_id: int, error: str | None) -> None:
         """Attach (or clear) the plain-words error of a set, e.g. why it was not retried."""
-        with self.atomic():
+        with self.db.atomic():
             stmt = update(RecipeSets).where(RecipeSets.id == set_id).values(error=error)
             if self.conn.execute(stmt).rowcount != 1:
                 raise NotFoundError(f"no recipe set {set_id}")

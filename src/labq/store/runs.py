@@ -12,7 +12,9 @@ from sqlalchemy.exc import IntegrityError
 
 from labq.domain.runs import check_name, count, job_status
 from labq.errors import ConflictError, NotFoundError
+from labq.store.base import Db
 from labq.store.jobs import JobStore
+from labq.store.queue import QueueStore
 from labq.store.tables import Jobs, Runs, Users
 from labq.store.views import JobView
 
@@ -42,16 +44,22 @@ class RunView:
     jobs: tuple[JobView, ...]
 
 
-class RunStore(JobStore):
+class RunStore:
     """Runs group jobs submitted together; their counts are derived, never stored."""
+
+    def __init__(self, db: Db, jobs: JobStore, queue: QueueStore) -> None:
+        self.db = db
+        self.conn = db.conn
+        self.jobs = jobs
+        self.queue = queue
 
     def create_run(
         self, name: str, *, owner: str, now: datetime, meta: dict[str, Any] | None = None
     ) -> int:
         """A new, empty run (jobs join it through ``submit_job(run_id=…)``); names are unique."""
         check_name(name)
-        with self.atomic():
-            owner_id = self._user_id(owner)
+        with self.db.atomic():
+            owner_id = self.db.user_id(owner)
             if self._run_id(name) is not None:
                 raise ConflictError(f"there is already a run named {name!r}")
             try:
@@ -62,7 +70,7 @@ class RunStore(JobStore):
                     run_id = self.conn.execute(stmt.returning(Runs.id)).scalar_one()
             except IntegrityError:  # created by someone else since we looked
                 raise ConflictError(f"there is already a run named {name!r}") from None
-            self._log(now, owner, "run", "create", object_id=run_id, name=name)
+            self.db.log(now, owner, "run", "create", object_id=run_id, name=name)
         return run_id
 
     def list_runs(self, *, limit: int = 50, offset: int = 0) -> list[RunSummary]:
@@ -82,7 +90,7 @@ class RunStore(JobStore):
         row = self.conn.execute(_RUN_COLUMNS.where(Runs.name == name)).one_or_none()
         if row is None:
             raise NotFoundError(f"no run named {name!r}")
-        jobs = tuple(self._load_jobs(self._run_jobs(row.id)))
+        jobs = tuple(self.jobs.load_jobs(self._run_jobs(row.id)))
         counts = count(job_status(j.state, j.result) for j in jobs)
         return RunView(_summary(row, counts), jobs)
 
@@ -90,17 +98,17 @@ class RunStore(JobStore):
         self, name: str, *, actor: str, now: datetime, reason: str | None = None
     ) -> dict[int, int]:
         """Cancel every unfinished job of the run; returns {job id: recipes cancelled} (>0)."""
-        with self.atomic():
+        with self.db.atomic():
             run_id = self._run_id(name)
             if run_id is None:
                 raise NotFoundError(f"no run named {name!r}")
             done = {}
             for job_id in self._run_jobs(run_id):
-                cancelled = self.cancel_job(job_id, actor=actor, now=now, reason=reason)
+                cancelled = self.queue.cancel_job(job_id, actor=actor, now=now, reason=reason)
                 if cancelled:
                     done[job_id] = cancelled
             if done:
-                self._log(now, actor, "run", "cancel", object_id=run_id, name=name, reason=reason)
+                self.db.log(now, actor, "run", "cancel", object_id=run_id, name=name, reason=reason)
         return done
 
     def _run_id(self, name: str) -> int | None:
@@ -115,7 +123,7 @@ class RunStore(JobStore):
         pairs = self.conn.execute(
             select(Jobs.id, Jobs.run_id).where(Jobs.run_id.in_(run_ids))
         ).all()
-        loaded = {j.id: j for j in self._load_jobs([job_id for job_id, _ in pairs])}
+        loaded = {j.id: j for j in self.jobs.load_jobs([job_id for job_id, _ in pairs])}
         statuses: dict[int, list[str]] = defaultdict(list)
         for job_id, run_id in pairs:
             if run_id is None:  # never: the query asked for these runs

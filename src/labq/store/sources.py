@@ -10,16 +10,20 @@ from __future__ import annotations
 from sqlalchemy import insert, select, update
 
 from labq.errors import NotFoundError
-from labq.store.base import StoreBase
+from labq.store.base import Db
 from labq.store.tables import Jobs, JobSources
 
 
-class SourceStore(StoreBase):
+class SourceStore:
     """The submitted documents of jobs, and the links from clones to their originals."""
+
+    def __init__(self, db: Db) -> None:
+        self.db = db
+        self.conn = db.conn
 
     def keep_source(self, job_id: int, document: str) -> None:
         """Keep the document ``job_id`` was submitted as."""
-        with self.atomic():
+        with self.db.atomic():
             self.conn.execute(insert(JobSources).values(job_id=job_id, document=document))
 
     def job_source(self, job_id: int) -> str | None:
@@ -39,7 +43,7 @@ class SourceStore(StoreBase):
 
     def mark_clone(self, job_id: int, *, of: int) -> None:
         """Record that ``job_id`` was cloned from job ``of``."""
-        with self.atomic():
+        with self.db.atomic():
             self.conn.execute(update(Jobs).where(Jobs.id == job_id).values(cloned_from=of))
 
     def clones_of(self, job_id: int) -> list[int]:

@@ -18,7 +18,7 @@ from sqlalchemy import ColumnElement, exists, select, update
 
 from labq.domain.states import RecipeState
 from labq.errors import ClaimLost, ConflictError, NotFoundError
-from labq.store.base import StoreBase
+from labq.store.base import Db
 from labq.store.tables import Labs, Recipes, RecipeSets, Systems
 
 
@@ -51,8 +51,12 @@ class Supervised(NamedTuple):
     host: str | None
 
 
-class SupervisorStore(StoreBase):
+class SupervisorStore:
     """Starting sets, recording supervisors, heartbeats, stale supervisors, stop requests."""
+
+    def __init__(self, db: Db) -> None:
+        self.db = db
+        self.conn = db.conn
 
     def start_recipe_set(
         self, set_id: int, *, lab: str, now: datetime, claim: str | None = None
@@ -63,8 +67,8 @@ class SupervisorStore(StoreBase):
         :meth:`claim_set`). False when it already started there (a repeat);
         ConflictError otherwise.
         """
-        with self.atomic():
-            lab_id = self._lab_id(lab)
+        with self.db.atomic():
+            lab_id = self.db.lab_id(lab)
             not_ready = exists().where(
                 Recipes.recipe_set_id == RecipeSets.id,
                 (Recipes.state != RecipeState.SCHEDULED.value)
@@ -111,7 +115,7 @@ class SupervisorStore(StoreBase):
             RecipeSets.claim.is_(None) if replacing is None else RecipeSets.claim == replacing
         )
         stmt = update(RecipeSets).where(*guard).values(claim=claim, heartbeat_at=now)
-        with self.atomic():
+        with self.db.atomic():
             return bool(self.conn.execute(stmt).rowcount == 1)
 
     def confirm_claim(self, set_id: int, claim: str, pid: int, host: str, *, now: datetime) -> None:
@@ -125,7 +129,7 @@ class SupervisorStore(StoreBase):
             .where(*untaken(set_id, claim))
             .values(supervisor_pid=pid, supervisor_host=host, heartbeat_at=now)
         )
-        with self.atomic():
+        with self.db.atomic():
             if self.conn.execute(stmt).rowcount != 1:
                 raise ClaimLost(f"recipe set {set_id}: {self._claim_refusal(set_id, claim)}")
 
@@ -163,7 +167,7 @@ class SupervisorStore(StoreBase):
     def heartbeat(self, set_id: int, *, now: datetime, claim: str) -> Beat:
         """The supervisor carrying ``claim`` is alive. Says whether to carry on, stop (a stop
         was asked for) or give up at once (the claim is gone: the set ended or was taken)."""
-        with self.atomic():
+        with self.db.atomic():
             stmt = (
                 update(RecipeSets)
                 .where(
@@ -236,7 +240,7 @@ class SupervisorStore(StoreBase):
         heartbeat returns False. False when it was asked already or has ended;
         ConflictError if it never started.
         """
-        with self.atomic():
+        with self.db.atomic():
             stmt = update(RecipeSets).where(
                 RecipeSets.id == set_id,
                 RecipeSets.started_at.is_not(None),

@@ -21,6 +21,7 @@ from labq.domain.states import Condition
 from labq.domain.stops import abort_reason
 from labq.errors import ConflictError
 from labq.store.access import AccessStore
+from labq.store.base import Db
 from labq.store.supervisors import SupervisorStore
 from labq.store.systems import SystemStore
 from labq.store.tables import Activity, Recipes, RecipeSets, Systems
@@ -35,8 +36,17 @@ class Removal(NamedTuple):
     stopped_set: int | None = None
 
 
-class SystemEditStore(AccessStore, SystemStore, SupervisorStore):
+class SystemEditStore:
     """Changes to what a system is and where it belongs."""
+
+    def __init__(
+        self, db: Db, access: AccessStore, systems: SystemStore, supervisors: SupervisorStore
+    ) -> None:
+        self.db = db
+        self.conn = db.conn
+        self.access = access
+        self.systems = systems
+        self.supervisors = supervisors
 
     def edit_system(
         self,
@@ -56,21 +66,21 @@ class SystemEditStore(AccessStore, SystemStore, SupervisorStore):
         a recipe keeps its lab: a set runs in one lab.
         """
         changed: list[str] = []
-        with self.atomic():
-            seen = self.get_system(fqdn)
-            state = self._system_by_fqdn(fqdn)
+        with self.db.atomic():
+            seen = self.systems.get_system(fqdn)
+            state = self.db.system_by_fqdn(fqdn)
             if lab is not None and lab != seen.lab:
                 if seen.recipe is not None:
                     raise ConflictError(
                         f"{fqdn} serves recipe {seen.recipe}: it moves to another lab once free"
                     )
-                self._update(state.id, [Systems.recipe_id.is_(None)], lab_id=self._lab_id(lab))
-                self._log(now, actor, "system", "lab", object_id=state.id, name=fqdn,
+                self._update(state.id, [Systems.recipe_id.is_(None)], lab_id=self.db.lab_id(lab))
+                self.db.log(now, actor, "system", "lab", object_id=state.id, name=fqdn,
                           old=seen.lab, new=lab)  # fmt: skip
                 changed.append("lab")
             if arch is not None and arch != seen.arch:
                 self._update(state.id, [], arch=arch)
-                self._log(now, actor, "system", "arch", object_id=state.id, name=fqdn,
+                self.db.log(now, actor, "system", "arch", object_id=state.id, name=fqdn,
                           old=seen.arch, new=arch)  # fmt: skip
                 changed.append("arch")
             if attributes:
@@ -82,11 +92,13 @@ class SystemEditStore(AccessStore, SystemStore, SupervisorStore):
                         merged[key] = value
                 if merged != seen.attributes:
                     self._update(state.id, [], attributes=merged)
-                    self._log(now, actor, "system", "attributes", object_id=state.id, name=fqdn,
+                    self.db.log(now, actor, "system", "attributes", object_id=state.id, name=fqdn,
                               old=_text(seen.attributes), new=_text(merged))  # fmt: skip
                     changed.append("attributes")
-            moved = [self.add_to_pool(fqdn, p, actor=actor, now=now) for p in add_pools]
-            moved += [self.remove_from_pool(fqdn, p, actor=actor, now=now) for p in remove_pools]
+            moved = [self.access.add_to_pool(fqdn, p, actor=actor, now=now) for p in add_pools]
+            moved += [
+                self.access.remove_from_pool(fqdn, p, actor=actor, now=now) for p in remove_pools
+            ]
             if any(moved):
                 changed.append("pools")
         return changed
@@ -101,8 +113,8 @@ class SystemEditStore(AccessStore, SystemStore, SupervisorStore):
         reason: str | None = None,
     ) -> Removal:
         """Mark a system ``removed``; refused while it serves a recipe unless ``force``."""
-        with self.atomic():
-            seen = self._system_by_fqdn(fqdn)
+        with self.db.atomic():
+            seen = self.db.system_by_fqdn(fqdn)
             if seen.condition is Condition.REMOVED:
                 return Removal(False)
             recipe = seen.recipe_id
@@ -114,17 +126,17 @@ class SystemEditStore(AccessStore, SystemStore, SupervisorStore):
                         f"{fqdn} serves recipe {recipe} (set {set_id}): "
                         "remove it with --force to abort that recipe"
                     )
-                if started and self.request_stop(
+                if started and self.supervisors.request_stop(
                     set_id, abort_reason(f"its system {fqdn} was removed by {actor}")
                 ):
                     stopped = set_id
             why = reason or "removed"
-            self.set_condition(fqdn, Condition.REMOVED, now=now, actor=actor, reason=why)
+            self.systems.set_condition(fqdn, Condition.REMOVED, now=now, actor=actor, reason=why)
         return Removal(True, recipe, stopped)
 
     def system_changes(self, fqdn: str, limit: int = 200) -> list[ActivityEntry]:
         """The activity log's entries about one system, oldest first."""
-        system_id = self._system_by_fqdn(fqdn).id
+        system_id = self.db.system_by_fqdn(fqdn).id
         stmt = (
             select(Activity)
             .where(

@@ -16,22 +16,26 @@ from labq.domain.model import System
 from labq.domain.states import Condition, Usage, check_usage_move, usage_predecessors
 from labq.domain.usage import UsageRecord, utilisation
 from labq.errors import ConflictError, IllegalTransition, NotFoundError
-from labq.store.base import StoreBase, same
+from labq.store.base import Db, same
 from labq.store.columns import epoch, values_of
 from labq.store.tables import FREE_USAGES, Labs, Pools, SystemPools, Systems, UsageHistory, Users
 
 
-class SystemStore(StoreBase):
+class SystemStore:
     """Labs and systems, with every usage or condition change written to the history."""
+
+    def __init__(self, db: Db) -> None:
+        self.db = db
+        self.conn = db.conn
 
     def add_lab(self, name: str, *, actor: str, now: datetime) -> int:
         """Add a lab (lab controller)."""
-        with self.atomic():
+        with self.db.atomic():
             if self.conn.execute(select(Labs.id).where(Labs.name == name)).first():
                 raise ConflictError(f"lab {name!r} already exists")
             lab_id = self.conn.execute(insert(Labs).values(name=name).returning(Labs.id))
             new_id = lab_id.scalar_one()
-            self._log(now, actor, "lab", "add", object_id=new_id, name=name)
+            self.db.log(now, actor, "lab", "add", object_id=new_id, name=name)
         return new_id
 
     def list_labs(self) -> list[str]:
@@ -43,16 +47,16 @@ class SystemStore(StoreBase):
 
         Its lab, owner and pools must exist already.
         """
-        with self.atomic():
+        with self.db.atomic():
             if self.conn.execute(select(Systems.id).where(Systems.fqdn == system.fqdn)).first():
                 raise ConflictError(f"system {system.fqdn} already exists")
             new_id = self.conn.execute(
                 insert(Systems)
                 .values(
                     fqdn=system.fqdn,
-                    lab_id=self._lab_id(system.lab),
+                    lab_id=self.db.lab_id(system.lab),
                     arch=system.arch,
-                    owner_id=None if system.owner is None else self._user_id(system.owner),
+                    owner_id=None if system.owner is None else self.db.user_id(system.owner),
                     attributes=dict(system.attributes),
                     inventory=system.inventory.to_json(),
                     condition=system.condition.value,
@@ -62,17 +66,17 @@ class SystemStore(StoreBase):
             ).scalar_one()
             for pool in sorted(system.pools):
                 self.conn.execute(
-                    insert(SystemPools).values(system_id=new_id, pool_id=self._pool_id(pool))
+                    insert(SystemPools).values(system_id=new_id, pool_id=self.db.pool_id(pool))
                 )
-            self._record(self._system_by_fqdn(system.fqdn), now, first=True)
+            self.db.record(self.db.system_by_fqdn(system.fqdn), now, first=True)
             if system.condition is Condition.AUTOMATED:
                 self.set_usage(system.fqdn, Usage.PENDING, now=now)
-            self._log(now, actor, "system", "add", object_id=new_id, name=system.fqdn)
+            self.db.log(now, actor, "system", "add", object_id=new_id, name=system.fqdn)
         return new_id
 
     def get_system(self, fqdn: str) -> System:
         """One system as the domain sees it."""
-        found = self._load_systems(Systems.fqdn == fqdn)
+        found = self.load_systems(Systems.fqdn == fqdn)
         if not found:
             raise NotFoundError(f"no system named {fqdn!r}")
         return found[0]
@@ -81,29 +85,29 @@ class SystemStore(StoreBase):
         """Systems sorted by fqdn, optionally only one lab's or one pool's."""
         where: list[ColumnElement[bool]] = []
         if lab is not None:
-            where.append(Systems.lab_id == self._lab_id(lab))
+            where.append(Systems.lab_id == self.db.lab_id(lab))
         if pool is not None:
             members = select(SystemPools.system_id).where(
-                SystemPools.pool_id == self._pool_id(pool)
+                SystemPools.pool_id == self.db.pool_id(pool)
             )
             where.append(Systems.id.in_(members))
-        return self._load_systems(*where)
+        return self.load_systems(*where)
 
     def set_inventory(self, fqdn: str, inventory: Inventory, *, actor: str, now: datetime) -> bool:
         """Replace a system's inventory; False when it was that already."""
-        with self.atomic():
+        with self.db.atomic():
             seen = self.get_system(fqdn)
             if seen.inventory == inventory:
                 return False
             self.conn.execute(
                 update(Systems).where(Systems.fqdn == fqdn).values(inventory=inventory.to_json())
             )
-            self._log(now, actor, "system", "inventory", name=fqdn)
+            self.db.log(now, actor, "system", "inventory", name=fqdn)
         return True
 
     def condition_reason(self, fqdn: str) -> str | None:
         """Why the system's condition was last set, as its admin said."""
-        self._system_by_fqdn(fqdn)
+        self.db.system_by_fqdn(fqdn)
         stmt = select(Systems.condition_reason).where(Systems.fqdn == fqdn)
         return self.conn.execute(stmt).scalar_one()
 
@@ -121,8 +125,8 @@ class SystemStore(StoreBase):
         Made automated again, it starts a fresh count of consecutive aborts.
         Returns False when the system already has that condition.
         """
-        with self.atomic():
-            seen = self._system_by_fqdn(fqdn)
+        with self.db.atomic():
+            seen = self.db.system_by_fqdn(fqdn)
             if seen.condition is condition:
                 return False
             target = usage_after_condition(condition, seen.usage, seen.recipe_id is not None)
@@ -133,7 +137,7 @@ class SystemStore(StoreBase):
                 same(Systems.recipe_id, seen.recipe_id),
             ]
             fresh = {"consecutive_aborts": 0} if condition is Condition.AUTOMATED else {}
-            self._move_system(
+            self.db.move_system(
                 seen,
                 now,
                 guard,
@@ -142,7 +146,7 @@ class SystemStore(StoreBase):
                 usage=target.value,
                 **fresh,
             )
-            self._log(
+            self.db.log(
                 now,
                 actor,
                 "system",
@@ -161,7 +165,7 @@ class SystemStore(StoreBase):
         A move counts it: aborted after the set started there adds one, completed
         clears it. Marking the system broken past a limit is the caller's job.
         """
-        self._system_by_fqdn(fqdn)
+        self.db.system_by_fqdn(fqdn)
         stmt = select(Systems.consecutive_aborts).where(Systems.fqdn == fqdn)
         return self.conn.execute(stmt).scalar_one()
 
@@ -172,8 +176,8 @@ class SystemStore(StoreBase):
         """
         if usage.value not in FREE_USAGES:
             raise IllegalTransition(f"{fqdn}: {usage.value} comes only with a recipe")
-        with self.atomic():
-            seen = self._system_by_fqdn(fqdn)
+        with self.db.atomic():
+            seen = self.db.system_by_fqdn(fqdn)
             if seen.recipe_id is not None and usage is not seen.usage:
                 raise IllegalTransition(
                     f"{fqdn} is held by recipe {seen.recipe_id}: move the recipe"
@@ -184,12 +188,12 @@ class SystemStore(StoreBase):
                 Systems.usage.in_(values_of(usage_predecessors(usage))),
                 Systems.recipe_id.is_(None),
             ]
-            self._move_system(seen, now, guard, usage=usage.value)
+            self.db.move_system(seen, now, guard, usage=usage.value)
         return True
 
     def usage_history(self, fqdn: str) -> list[UsageRecord]:
         """Every history row of one system, oldest first."""
-        return self._history(Systems.id == self._system_by_fqdn(fqdn).id)
+        return self._history(Systems.id == self.db.system_by_fqdn(fqdn).id)
 
     def utilisation(
         self,
@@ -206,10 +210,10 @@ class SystemStore(StoreBase):
         """
         where: list[ColumnElement[bool]] = []
         if fqdn is not None:
-            where.append(Systems.id == self._system_by_fqdn(fqdn).id)
+            where.append(Systems.id == self.db.system_by_fqdn(fqdn).id)
         if pool is not None:
             members = select(SystemPools.system_id).where(
-                SystemPools.pool_id == self._pool_id(pool)
+                SystemPools.pool_id == self.db.pool_id(pool)
             )
             where.append(Systems.id.in_(members))
         rows = self._usage_between(start, end, *where)
@@ -257,7 +261,7 @@ class SystemStore(StoreBase):
             for fqdn, usage, condition, recipe, started, ended in self.conn.execute(stmt)
         ]
 
-    def _load_systems(
+    def load_systems(
         self, *where: ColumnElement[bool], order: InstrumentedAttribute[Any] = Systems.fqdn
     ) -> list[System]:
         added = (  # its first usage row: written when it was added

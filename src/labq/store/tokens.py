@@ -18,6 +18,7 @@ from sqlalchemy import ColumnElement, Row, insert, or_, select, update
 
 from labq.domain.model import User
 from labq.errors import ConflictError, InputError, NotFoundError
+from labq.store.base import Db
 from labq.store.people import PeopleStore
 from labq.store.tables import RecipeSets, Tokens, Users
 from labq.store.views import Credential, TokenView
@@ -32,8 +33,13 @@ def digest_of(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-class TokenStore(PeopleStore):
+class TokenStore:
     """Creating, checking, listing and revoking API tokens."""
+
+    def __init__(self, db: Db, people: PeopleStore) -> None:
+        self.db = db
+        self.conn = db.conn
+        self.people = people
 
     def create_token(
         self,
@@ -55,8 +61,8 @@ class TokenStore(PeopleStore):
         if expires_at is not None and expires_at <= now:
             raise InputError("a token must expire after it is made", place="expires_at")
         secret = PREFIX + secrets.token_urlsafe(32)
-        with self.atomic():
-            user_id = self._user_id(user)
+        with self.db.atomic():
+            user_id = self.db.user_id(user)
             if recipe_set is not None:
                 stmt = select(RecipeSets.finished_at).where(RecipeSets.id == recipe_set)
                 found = self.conn.execute(stmt).one_or_none()
@@ -76,7 +82,7 @@ class TokenStore(PeopleStore):
                 )
                 .returning(Tokens.id)
             ).scalar_one()
-            self._log(now, actor or user, "token", "create", object_id=token_id, name=name)
+            self.db.log(now, actor or user, "token", "create", object_id=token_id, name=name)
         return token_id, secret
 
     def authenticate(self, secret: str, *, now: datetime) -> User | None:
@@ -94,13 +100,13 @@ class TokenStore(PeopleStore):
         if row is None:
             return None
         if row.last_used_at is None or now - row.last_used_at >= USE_RESOLUTION:
-            with self.atomic():
+            with self.db.atomic():
                 self.conn.execute(
                     update(Tokens)
                     .where(Tokens.id == row.id, Tokens.revoked_at.is_(None))
                     .values(last_used_at=now)
                 )
-        return Credential(row.id, self.get_user(row.name), row.recipe_set_id)
+        return Credential(row.id, self.people.get_user(row.name), row.recipe_set_id)
 
     def token_is_valid(self, secret: str, *, now: datetime) -> bool:
         """Whether ``secret`` is a valid token, without writing anything (for checking a
@@ -135,7 +141,7 @@ class TokenStore(PeopleStore):
             select(Tokens, Users.name.label("user"), RecipeSets.finished_at.label("set_ended"))
             .join(Users, Users.id == Tokens.user_id)
             .outerjoin(RecipeSets, RecipeSets.id == Tokens.recipe_set_id)
-            .where(Tokens.user_id == self._user_id(user))
+            .where(Tokens.user_id == self.db.user_id(user))
             .order_by(Tokens.id)
         )
         return [
@@ -163,7 +169,7 @@ class TokenStore(PeopleStore):
 
     def revoke_token(self, token_id: int, *, actor: str, now: datetime) -> bool:
         """Revoke a token for good; False when it already was."""
-        with self.atomic():
+        with self.db.atomic():
             owner = self.token_owner(token_id)
             changed = self.conn.execute(
                 update(Tokens)
@@ -172,7 +178,7 @@ class TokenStore(PeopleStore):
             ).rowcount
             if changed != 1:
                 return False
-            self._log(now, actor, "token", "revoke", object_id=token_id, old=owner)
+            self.db.log(now, actor, "token", "revoke", object_id=token_id, old=owner)
         return True
 
 

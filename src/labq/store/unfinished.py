@@ -20,6 +20,7 @@ from labq.domain.model import System
 from labq.domain.priority import Priority
 from labq.domain.states import RecipeState, Usage
 from labq.store.admission import AdmissionStore
+from labq.store.base import Db
 from labq.store.jobstate import retry_owed_clause
 from labq.store.systems import SystemStore
 from labq.store.tables import Groups, Jobs, Labs, RecipeExcludes, Recipes, RecipeSets, Systems
@@ -36,12 +37,18 @@ class Placed(NamedTuple):
     started: bool
 
 
-class RestoreStore(AdmissionStore, SystemStore):
+class RestoreStore:
     """Reads for the scheduler's rebuild: systems in the order added, unfinished sets."""
+
+    def __init__(self, db: Db, admission: AdmissionStore, systems: SystemStore) -> None:
+        self.db = db
+        self.conn = db.conn
+        self.admission = admission
+        self.systems = systems
 
     def systems_as_added(self) -> list[System]:
         """Every system, in the order they were added (the scheduler's own order)."""
-        return self._load_systems(order=Systems.id)
+        return self.systems.load_systems(order=Systems.id)
 
     def pending_systems(self) -> list[str]:
         """Free systems still waiting for the pending-system event (left by a crash)."""
@@ -96,7 +103,9 @@ class RestoreStore(AdmissionStore, SystemStore):
             .where(*where)
             .order_by(RecipeSets.id)
         ).all()
-        admitted = self.admission_of({row.job_id for row in rows})  # dependencies, filters
+        admitted = self.admission.admission_of(
+            {row.job_id for row in rows}
+        )  # dependencies, filters
         return [
             UnfinishedSet(
                 id=row.id,

@@ -33,9 +33,9 @@ class Aftermath:
 def job_aftermath(repo: Repository, reader: User, job: JobView, retention: Retention) -> Aftermath:
     """The job's retention and, for whoever may change the job, its notifications."""
     tag = job_tag(job.spec.metadata, retention.default)
-    ended = repo.job_ended_at(job.id)
-    record = repo.prune_record(job.id)
-    notes = repo.job_notifications(job.id) if may_change_job(reader, job) else None
+    ended = repo.retention.job_ended_at(job.id)
+    record = repo.retention.prune_record(job.id)
+    notes = repo.notices.job_notifications(job.id) if may_change_job(reader, job) else None
     return Aftermath(
         tag=tag,
         lifetime_days=retention.tags.get(tag),

@@ -24,11 +24,11 @@ def add_agent(
     """A new agent bound to ``labs`` (admins): their sets are run by agents from now on.
     Returns it and its token's secret."""
     require_admin(caller)
-    return repo.create_agent(name, labs, now=now, actor=caller.name)
+    return repo.agents.create_agent(name, labs, now=now, actor=caller.name)
 
 
 def revoke_agent(repo: Repository, caller: User, name: str, *, now: datetime) -> AgentView:
     """Revoke an agent's token (admins): it claims and reports nothing more, and its labs
     go back to the server if no other agent serves them."""
     require_admin(caller)
-    return repo.revoke_agent(name, now=now, actor=caller.name)
+    return repo.agents.revoke_agent(name, now=now, actor=caller.name)

@@ -36,9 +36,9 @@ def cancel_job(
     repo: Repository, caller: User, job_id: int, *, now: datetime, reason: str | None = None
 ) -> Cancelled:
     """Cancel every unfinished recipe of the job (its owner, its group, admins)."""
-    job = repo.load_job(job_id)
+    job = repo.jobs.load_job(job_id)
     require_job_change(caller, job)
-    count = repo.cancel_job(job_id, actor=caller.name, now=now, reason=reason)
+    count = repo.queue.cancel_job(job_id, actor=caller.name, now=now, reason=reason)
     note = None if count else f"{ended_or_ending(job)}: nothing to cancel"
     return Cancelled(job_id, count, note)
 
@@ -77,7 +77,7 @@ def cancel_jobs(
             if not job.state.is_final:
                 changed.append(Changed(job.id, None))
         else:
-            count = repo.cancel_job(job.id, actor=caller.name, now=now, reason=reason)
+            count = repo.queue.cancel_job(job.id, actor=caller.name, now=now, reason=reason)
             if count:
                 changed.append(Changed(job.id, count))
     events: list[Event] = [] if dry_run else [JobsCancelled(c.job_id) for c in changed]
@@ -98,10 +98,10 @@ def cancel_run(
     repo: Repository, caller: User, name: str, *, now: datetime, reason: str | None = None
 ) -> RunCancelled:
     """Cancel every unfinished job of the run; the caller must be allowed to change each."""
-    for job in repo.load_run(name).jobs:
+    for job in repo.runs.load_run(name).jobs:
         if not job.state.is_final:
             require_job_change(caller, job)
-    done = repo.cancel_run(name, actor=caller.name, now=now, reason=reason)
+    done = repo.runs.cancel_run(name, actor=caller.name, now=now, reason=reason)
     note = None
     if not done:
         note = f"run {name} has no job left to cancel: each has ended or is being cancelled"

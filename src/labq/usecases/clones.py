@@ -41,10 +41,10 @@ class Source:
 def job_source(repo: Repository, job_id: int) -> Source:
     """The document the job was submitted as, in its own content type (or its canonical
     spec as JSON, when it kept none)."""
-    document = repo.job_source(job_id)
+    document = repo.sources.job_source(job_id)
     if document is None:
-        return Source(canonical_document(repo.load_job(job_id)), CANONICAL)
-    fmt = repo.load_job(job_id).source_format
+        return Source(canonical_document(repo.jobs.load_job(job_id)), CANONICAL)
+    fmt = repo.jobs.load_job(job_id).source_format
     return Source(document, media_type(fmt, document))
 
 
@@ -86,8 +86,8 @@ def plan_clone(
     repo: Repository, job_id: int, changes: CloneChanges, *, limits: Limits
 ) -> ClonePlan:
     """Read the original and work out the clone's spec with ``changes`` applied."""
-    original = repo.load_job(job_id)
-    document = repo.job_source(job_id)
+    original = repo.jobs.load_job(job_id)
+    document = repo.sources.job_source(job_id)
     spec = changed(clone_spec(original, document, limits), changes)
     # a clone with changes is no longer its document: it keeps none, and shows its spec
     same = changes == CloneChanges()
@@ -97,7 +97,7 @@ def plan_clone(
 def clone_job(repo: Repository, caller: User, plan: ClonePlan, *, now: datetime) -> int:
     """Submit the clone as the caller's, checked as any submission is; its id."""
     new_id = submit_job(repo, caller, plan.spec, plan.format, now=now, source=plan.document)
-    repo.mark_clone(new_id, of=plan.original)
+    repo.sources.mark_clone(new_id, of=plan.original)
     return new_id
 
 

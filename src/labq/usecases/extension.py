@@ -27,5 +27,7 @@ def extend_job(
     set_id: int | None = None,
 ) -> list[Extended]:
     """Move the max_time of the job's running sets (or of set ``set_id``) ``by`` seconds."""
-    require_job_change(caller, repo.load_job(job_id))
-    return repo.extend_sets(job_id, by, ceiling=ceiling, actor=caller.name, now=now, set_id=set_id)
+    require_job_change(caller, repo.jobs.load_job(job_id))
+    return repo.extensions.extend_sets(
+        job_id, by, ceiling=ceiling, actor=caller.name, now=now, set_id=set_id
+    )

@@ -14,7 +14,8 @@ from labq.domain.events import EventSink, FiltersChanged, PauseChanged
 from labq.domain.model import User
 from labq.errors import RequestError
 from labq.store import Repository
-from labq.store.admission import FilterView, PauseView
+from labq.store.filters import FilterView
+from labq.store.pauses import PauseView
 from labq.usecases.permissions import require_admin
 
 
@@ -52,7 +53,7 @@ def add_filter(
     """Add a rule (admins); sets not started yet are judged again, and a reject cancels."""
     require_admin(caller)
     parsed = parse_rule(action, rate, priority, predicates)
-    rule = repo.add_filter(
+    rule = repo.filters.add_filter(
         action=action,
         rate=rate,
         priority=priority,
@@ -62,7 +63,7 @@ def add_filter(
         now=now,
     )
     sink.post(FiltersChanged())
-    return next(f for f in repo.list_filters() if f.rule.id == rule.id)
+    return next(f for f in repo.filters.list_filters() if f.rule.id == rule.id)
 
 
 def delete_filter(
@@ -70,7 +71,7 @@ def delete_filter(
 ) -> None:
     """Remove a rule (admins); the sets it held are judged again."""
     require_admin(caller)
-    repo.delete_filter(filter_id, actor=caller.name, now=now)
+    repo.filters.delete_filter(filter_id, actor=caller.name, now=now)
     sink.post(FiltersChanged())
 
 
@@ -108,7 +109,7 @@ def pause_queue(
 ) -> PauseView:
     """Pause a lab's queue (admins): nothing new starts or takes systems there; runs go on."""
     require_admin(caller)
-    view = repo.pause_queue(lab, until=until, reason=reason, actor=caller.name, now=now)
+    view = repo.pauses.pause_queue(lab, until=until, reason=reason, actor=caller.name, now=now)
     sink.post(PauseChanged(lab))
     return view
 
@@ -118,7 +119,7 @@ def resume_queue(
 ) -> bool:
     """Let a lab's queue move again (admins); whether it was paused."""
     require_admin(caller)
-    resumed = repo.resume_queue(lab, actor=caller.name, now=now)
+    resumed = repo.pauses.resume_queue(lab, actor=caller.name, now=now)
     if resumed:
         sink.post(PauseChanged(lab))
     return resumed

@@ -12,4 +12,4 @@ from labq.usecases.permissions import require_admin
 def add_lab(repo: Repository, caller: User, name: str, *, now: datetime) -> int:
     """Add a lab (admins); returns its id."""
     require_admin(caller)
-    return repo.add_lab(name, actor=caller.name, now=now)
+    return repo.systems.add_lab(name, actor=caller.name, now=now)

@@ -66,8 +66,8 @@ def acquire(
     """Take every lock of ``wanted`` for the set, or queue for them (``wait``). Returns the
     outcome and the locks the set holds; :func:`refuse_unless_granted_or_waiting` says
     whether it is a refusal, once the outcome is committed."""
-    outcome = repo.acquire_locks(set_id, wanted, now=now, wait=wait, lab_lock=True)
-    held = tuple(repo.held_locks([set_id]).get(set_id, ()))
+    outcome = repo.locks.acquire_locks(set_id, wanted, now=now, wait=wait, lab_lock=True)
+    held = tuple(repo.locks.held_locks([set_id]).get(set_id, ()))
     if outcome.granted:
         sink.post(LocksChanged(set_id))
     return outcome, held
@@ -94,8 +94,8 @@ def release(
 ) -> tuple[list[int], tuple[Grant, ...]]:
     """Let go of some locks of the set (None: all); returns the sets now served (waiters
     they blocked) and the locks the set still holds."""
-    served = repo.release_locks(set_id, wanted, now=now)
-    held = tuple(repo.held_locks([set_id]).get(set_id, ()))
+    served = repo.locks.release_locks(set_id, wanted, now=now)
+    held = tuple(repo.locks.held_locks([set_id]).get(set_id, ()))
     for changed in [set_id, *served]:
         sink.post(LocksChanged(changed))
     return served, held

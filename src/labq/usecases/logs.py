@@ -73,7 +73,7 @@ def log_file(repo: Repository, job_id: int, data_dir: Path, path: str) -> Path:
     wanted = (root / path).resolve()
     if not wanted.is_relative_to(root):
         raise ForbiddenError("that path leads out of the data directory", place="path")
-    job = repo.load_job(job_id)
+    job = repo.jobs.load_job(job_id)
     allowed = [Path(r.log_dir).resolve() for s in job.sets for r in s.recipes if r.log_dir]
     allowed += [
         Path(t.log_path).resolve()

@@ -58,7 +58,7 @@ class _Source:
     def resolve(self, name: str | None) -> LogTarget:
         """The log ``name`` means (None: the job's one running task)."""
         with reading(self.engine) as repo:
-            job = repo.load_job(self.job_id)
+            job = repo.jobs.load_job(self.job_id)
         if name is not None:
             return find_log(job, self.data_dir, name)
         running = running_tasks(job, self.data_dir)

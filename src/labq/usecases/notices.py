@@ -45,26 +45,28 @@ def add_webhook(
         raise ForbiddenError(f"{caller.name!r} may not add a webhook for {whose}")
     checked = check_url(url)
     secret = new_secret()
-    hook_id = repo.add_webhook(checked, secret, user=whom, group=group, actor=caller.name, now=now)
-    return repo.get_webhook(hook_id), secret
+    hook_id = repo.notices.add_webhook(
+        checked, secret, user=whom, group=group, actor=caller.name, now=now
+    )
+    return repo.notices.get_webhook(hook_id), secret
 
 
 def visible_webhooks(repo: Repository, caller: User) -> list[WebhookView]:
     """The caller's webhooks and its groups' (an admin's: every one)."""
-    return [h for h in repo.list_webhooks() if may_manage(caller, h.user, h.group)]
+    return [h for h in repo.notices.list_webhooks() if may_manage(caller, h.user, h.group)]
 
 
 def remove_webhook(repo: Repository, caller: User, hook_id: int, *, now: datetime) -> None:
     """Remove a webhook the caller may manage; notifications still owed to it fail."""
-    hook = repo.get_webhook(hook_id)
+    hook = repo.notices.get_webhook(hook_id)
     if not may_manage(caller, hook.user, hook.group):
         raise ForbiddenError(f"{caller.name!r} may not remove webhook {hook_id}")
-    repo.remove_webhook(hook_id, actor=caller.name, now=now)
+    repo.notices.remove_webhook(hook_id, actor=caller.name, now=now)
 
 
 def job_notifications(repo: Repository, caller: User, job_id: int) -> list[NotificationView]:
     """What a job's end sent (its owner, its group's members and admins may read it)."""
-    job = repo.load_job(job_id)
+    job = repo.jobs.load_job(job_id)
     if not may_change_job(caller, job):
         raise ForbiddenError(f"job {job_id} is not {caller.name!r}'s to read notifications of")
-    return repo.job_notifications(job_id)
+    return repo.notices.job_notifications(job_id)

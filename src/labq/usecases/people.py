@@ -19,26 +19,26 @@ from labq.usecases.permissions import require_admin
 def add_user(repo: Repository, caller: User, name: str, *, admin: bool, now: datetime) -> User:
     """Add a user (admins); returns it as stored."""
     require_admin(caller)
-    repo.add_user(name, actor=caller.name, now=now, admin=admin)
-    return repo.get_user(name)
+    repo.people.add_user(name, actor=caller.name, now=now, admin=admin)
+    return repo.people.get_user(name)
 
 
 def add_group(repo: Repository, caller: User, name: str, *, now: datetime) -> int:
     """Add a group (admins); returns its id."""
     require_admin(caller)
-    return repo.add_group(name, actor=caller.name, now=now)
+    return repo.people.add_group(name, actor=caller.name, now=now)
 
 
 def add_member(repo: Repository, caller: User, group: str, user: str, *, now: datetime) -> bool:
     """Put a user in a group (admins); whether it changed anything."""
     require_admin(caller)
-    return repo.add_member(user, group, actor=caller.name, now=now)
+    return repo.people.add_member(user, group, actor=caller.name, now=now)
 
 
 def remove_member(repo: Repository, caller: User, group: str, user: str, *, now: datetime) -> bool:
     """Take a user out of a group (admins); whether it changed anything."""
     require_admin(caller)
-    return repo.remove_member(user, group, actor=caller.name, now=now)
+    return repo.people.remove_member(user, group, actor=caller.name, now=now)
 
 
 def tokens_owner(caller: User, wanted: str | None) -> str:
@@ -74,7 +74,7 @@ def create_token(
     now (none: never)."""
     whose = tokens_owner(caller, user)
     expires = None if expires_in is None else now + timedelta(seconds=expires_in)
-    token_id, secret = repo.create_token(
+    token_id, secret = repo.tokens.create_token(
         whose, name, now=now, expires_at=expires, actor=caller.name
     )
     return NewToken(token_id, whose, expires, secret)
@@ -82,6 +82,6 @@ def create_token(
 
 def revoke_token(repo: Repository, caller: User, token_id: int, *, now: datetime) -> bool:
     """Revoke a token for good: the caller's own, or (admins) anyone's."""
-    if repo.token_owner(token_id) != caller.name:
+    if repo.tokens.token_owner(token_id) != caller.name:
         require_admin(caller)
-    return repo.revoke_token(token_id, actor=caller.name, now=now)
+    return repo.tokens.revoke_token(token_id, actor=caller.name, now=now)

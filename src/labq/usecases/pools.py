@@ -27,10 +27,10 @@ class PoolAccess:
 
 def pool_access(repo: Repository) -> list[PoolAccess]:
     """Every pool with its systems and rules, by name."""
-    names = repo.list_pools()
-    policy = repo.load_access_policy()
+    names = repo.access.list_pools()
+    policy = repo.access.load_access_policy()
     members: dict[str, list[str]] = {name: [] for name in names}
-    for system in repo.list_systems():
+    for system in repo.systems.list_systems():
         for pool in system.pools:
             members[pool].append(system.fqdn)
     return [
@@ -47,7 +47,7 @@ def pool_access(repo: Repository) -> list[PoolAccess]:
 def add_pool(repo: Repository, caller: User, name: str, *, now: datetime) -> int:
     """Add a pool, open to every group until its first rule (admins); returns its id."""
     require_admin(caller)
-    return repo.add_pool(name, actor=caller.name, now=now)
+    return repo.access.add_pool(name, actor=caller.name, now=now)
 
 
 def add_to_pool(
@@ -55,7 +55,7 @@ def add_to_pool(
 ) -> bool:
     """Put a system in the pool (admins); whether it changed anything."""
     require_admin(caller)
-    changed = repo.add_to_pool(fqdn, pool, actor=caller.name, now=now)
+    changed = repo.access.add_to_pool(fqdn, pool, actor=caller.name, now=now)
     if changed:
         sink.post(AccessChanged())
     return changed
@@ -66,7 +66,7 @@ def remove_from_pool(
 ) -> bool:
     """Take a system out of the pool (admins); whether it changed anything."""
     require_admin(caller)
-    changed = repo.remove_from_pool(fqdn, pool, actor=caller.name, now=now)
+    changed = repo.access.remove_from_pool(fqdn, pool, actor=caller.name, now=now)
     if changed:
         sink.post(AccessChanged())
     return changed
@@ -84,7 +84,7 @@ def set_rule(
 ) -> None:
     """Let ``group`` use the pool up to ``max_priority``, replacing its rule there (admins)."""
     require_admin(caller)
-    repo.allow(pool, group, Priority.parse(max_priority), actor=caller.name, now=now)
+    repo.access.allow(pool, group, Priority.parse(max_priority), actor=caller.name, now=now)
     sink.post(AccessChanged())
 
 
@@ -93,7 +93,7 @@ def revoke_rule(
 ) -> bool:
     """Remove ``group``'s rule on the pool; the pool stays restricted (admins)."""
     require_admin(caller)
-    changed = repo.revoke(pool, group, actor=caller.name, now=now)
+    changed = repo.access.revoke(pool, group, actor=caller.name, now=now)
     if changed:
         sink.post(AccessChanged())
     return changed

@@ -39,12 +39,12 @@ def change_priority(
     repo: Repository, caller: User, job_id: int, wanted: Priority, *, now: datetime
 ) -> Reprioritised:
     """Set the nominal priority of the job's sets that still wait."""
-    job = repo.load_job(job_id)
+    job = repo.jobs.load_job(job_id)
     require_job_change(caller, job)
     raising = _raising(caller, job, wanted)
     if raising is not None:
         raise ForbiddenError(raising, place="priority")
-    changed = repo.change_priority(job_id, wanted, actor=caller.name, now=now)
+    changed = repo.queue.change_priority(job_id, wanted, actor=caller.name, now=now)
     note = None if changed else _no_waiting_set(job)
     return Reprioritised(job_id, wanted, changed, note)
 
@@ -72,7 +72,7 @@ def change_priorities(
             if any(s.spec.priority != wanted for s in waiting_sets(job)):
                 changed.append(Changed(job.id, None))
         else:
-            sets = repo.change_priority(job.id, wanted, actor=caller.name, now=now)
+            sets = repo.queue.change_priority(job.id, wanted, actor=caller.name, now=now)
             if sets:
                 changed.append(Changed(job.id, len(sets)))
     events: list[Event] = [] if dry_run else [PriorityChanged(c.job_id) for c in changed]

@@ -73,9 +73,9 @@ def find_jobs(
 ) -> JobsFound:
     """A page of the jobs ``query`` picks, newest first, with what ``job list`` shows of each
     (``queue``: the scheduler's view, asked for only when a job is shown, for why it waits)."""
-    total = repo.count_found(query)
-    page = repo.find_jobs(query, limit=limit, offset=offset)
-    runs = repo.run_names(j.id for j in page)
+    total = repo.jobs.count_found(query)
+    page = repo.jobs.find_jobs(query, limit=limit, offset=offset)
+    runs = repo.jobs.run_names(j.id for j in page)
     reasons = reasons_by_job(queue()) if page else {}
     rows = {j.id: job_row(j, now, runs.get(j.id), reasons.get(j.id)) for j in page}
     return JobsFound(total, page, rows)
@@ -132,7 +132,7 @@ def queue_rows(
     run: str | None = None,
 ) -> list[dict[str, Any]]:
     """The queue's rows with owner, group, whiteboard and run, keeping those that match."""
-    labels = repo.job_labels(row.job_id for row in view)
+    labels = repo.jobs.job_labels(row.job_id for row in view)
     out = []
     for row in view:
         label = labels.get(row.job_id, _UNKNOWN)

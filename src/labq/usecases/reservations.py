@@ -56,8 +56,8 @@ def reserve_system(
     Refused while someone holds the system already (reserved or loaned).
     """
     spec = reservation_spec(fqdn, caller.name, seconds)
-    system = repo.get_system(fqdn)  # NotFoundError for an unknown system
-    held = repo.reservation_of(system.fqdn)
+    system = repo.systems.get_system(fqdn)  # NotFoundError for an unknown system
+    held = repo.reservations.reservation_of(system.fqdn)
     if held is not None:
         raise ConflictError(f"{fqdn} is already {describe(held)}")
     job_id = submit(repo, caller, spec)
@@ -80,8 +80,8 @@ def loan_system(
     (admins); a recipe running on it runs to its end."""
     require_admin(caller)
     until = None if seconds is None else now + timedelta(seconds=seconds)
-    repo.get_user(to)  # NotFoundError for an unknown user
-    found = repo.reserve_system(
+    repo.people.get_user(to)  # NotFoundError for an unknown user
+    found = repo.reservations.reserve_system(
         fqdn, to, kind=LOAN, actor=caller.name, now=now, until=until, reason=reason
     )
     sink.post(ReservationChanged(fqdn))
@@ -92,11 +92,11 @@ def release_system(
     repo: Repository, caller: User, fqdn: str, *, now: datetime, sink: EventSink
 ) -> ReservationView:
     """End ``fqdn``'s reservation or loan (its holder or an admin); returns what ended."""
-    held = repo.reservation_of(repo.get_system(fqdn).fqdn)
+    held = repo.reservations.reservation_of(repo.systems.get_system(fqdn).fqdn)
     if held is None:
         raise ConflictError(f"{fqdn} is neither reserved nor loaned")
     if held.holder != caller.name and not caller.admin:
         raise ForbiddenError(f"{fqdn} is {describe(held)}: only they or an admin may release it")
-    repo.release_reservation(fqdn, actor=caller.name, now=now, reason="released")
+    repo.reservations.release_reservation(fqdn, actor=caller.name, now=now, reason="released")
     sink.post(ReservationChanged(fqdn))
     return held

@@ -52,9 +52,9 @@ class JobRetention:
 
 def job_retention(repo: Repository, job_id: int, retention: Retention) -> JobRetention:
     """The job's retention tag and its lifetime; when its logs expire, or were deleted."""
-    ended = repo.job_ended_at(job_id)
-    job = repo.load_job(job_id)
-    record = repo.prune_record(job_id)
+    ended = repo.retention.job_ended_at(job_id)
+    job = repo.jobs.load_job(job_id)
+    record = repo.retention.prune_record(job_id)
     tag = job_tag(job.spec.metadata, retention.default)
     return JobRetention(
         tag=tag,
@@ -86,14 +86,16 @@ def prune(
     after = 0
     while True:
         with reading(engine) as repo:
-            batch = repo.ended_unpruned_jobs(ended_before, after=after, limit=_PAGE)
+            batch = repo.retention.ended_unpruned_jobs(ended_before, after=after, limit=_PAGE)
         for job in batch:
             tag = job_tag(job.metadata, retention.default)
             if not expired(job.ended_at, tag, retention.tags, now):
                 continue
             files, size = _delete(data_dir, job.set_ids)
             with transaction(engine) as repo:
-                if repo.record_prune(job.id, tag, files=files, size=size, actor=actor, now=now):
+                if repo.retention.record_prune(
+                    job.id, tag, files=files, size=size, actor=actor, now=now
+                ):
                     done.append(Pruned(job.id, tag, files, size))
         if len(batch) < _PAGE:
             break

@@ -65,9 +65,9 @@ def submit_run(
     meta: Mapping[str, Any],
 ) -> list[int]:
     """Store the run and every job of it, each checked as a submission is; their ids."""
-    run_id = repo.create_run(name, owner=caller.name, now=now, meta=dict(meta))
+    run_id = repo.runs.create_run(name, owner=caller.name, now=now, meta=dict(meta))
     # storing a job changes no system or pool: every job is checked against one load
-    fleet = Fleet.of(repo.list_systems(), repo.load_access_policy())
+    fleet = Fleet.of(repo.systems.list_systems(), repo.access.load_access_policy())
     return [_submit_named(repo, caller, job, now=now, run_id=run_id, fleet=fleet) for job in jobs]
 
 

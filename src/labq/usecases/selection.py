@@ -52,7 +52,7 @@ class JobFilter:
 
 def picked(repo: Repository, query: JobQuery) -> list[JobView]:
     """The jobs ``query`` picks, loaded whole."""
-    return repo.load_jobs(repo.select_job_ids(query))
+    return repo.jobs.load_jobs(repo.jobs.select_job_ids(query))
 
 
 @dataclass(frozen=True)

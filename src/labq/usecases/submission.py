@@ -103,17 +103,17 @@ def submit_job(
     ``origins`` where its parts came from in that document, for the line of a refusal.
     A refusal raises, and the caller's transaction must then store nothing.
     """
-    user = repo.get_user(caller.name)
+    user = repo.people.get_user(caller.name)
     group = spec.group
-    if group is not None and group in repo.list_groups() and not user.member_of(group):
+    if group is not None and group in repo.people.list_groups() and not user.member_of(group):
         raise ForbiddenError(f"{user.name!r} is not a member of group {group!r}", place="group")
-    job_id = repo.submit_job(spec, owner=user.name, now=now, source_format=fmt, run_id=run_id)
+    job_id = repo.queue.submit_job(spec, owner=user.name, now=now, source_format=fmt, run_id=run_id)
     if source is not None:
-        repo.keep_source(job_id, source)
+        repo.sources.keep_source(job_id, source)
     admit_job(repo, job_id, spec)
     # a set no system can ever run is refused, and the transaction stores nothing
     if fleet is None:
-        fleet = Fleet.of(repo.list_systems(), repo.load_access_policy())
+        fleet = Fleet.of(repo.systems.list_systems(), repo.access.load_access_policy())
     refuse_unrunnable(spec, fleet, origins)
     return job_id
 
@@ -121,7 +121,7 @@ def submit_job(
 def admit_job(repo: Repository, job_id: int, spec: JobSpec) -> None:
     """Store the job's ``depends`` (an :class:`InputError` naming ``depends[i]``) and refuse
     it while a reject rule matches it (:class:`ConflictError`)."""
-    repo.add_dependencies(job_id, spec.depends)
-    rule = repo.rejecting_rule(job_id)
+    repo.admission.add_dependencies(job_id, spec.depends)
+    rule = repo.admission.rejecting_rule(job_id)
     if rule is not None:
         raise ConflictError(f"the job is refused: rejected by {rule.describe()}")

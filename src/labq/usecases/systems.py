@@ -39,9 +39,9 @@ def add_system(
     Returns the system as stored and whether a lab agent serves its lab.
     """
     require_admin(caller)
-    repo.add_system(system, actor=caller.name, now=now)
-    added = repo.get_system(system.fqdn)
-    by_agent = system.lab in repo.agent_labs()
+    repo.systems.add_system(system, actor=caller.name, now=now)
+    added = repo.systems.get_system(system.fqdn)
+    by_agent = system.lab in repo.agents.agent_labs()
     sink.post(SystemAdded(system.fqdn))
     return added, by_agent
 
@@ -76,8 +76,8 @@ def set_condition(
 ) -> tuple[System, bool]:
     """Change a system's condition, with a reason (admins); returns it and whether it changed."""
     require_admin(caller)
-    changed = repo.set_condition(fqdn, condition, now=now, actor=caller.name, reason=reason)
-    system = repo.get_system(fqdn)
+    changed = repo.systems.set_condition(fqdn, condition, now=now, actor=caller.name, reason=reason)
+    system = repo.systems.get_system(fqdn)
     if changed:
         sink.post(ConditionChanged(fqdn))
     return system, changed
@@ -94,18 +94,18 @@ def change_system(
     sink: EventSink,
 ) -> tuple[System, list[str]]:
     """Change a system (admins): its inventory (replaced whole) and the ``edits`` of
-    :meth:`~labq.store.Repository.edit_system`; returns it and the fields that changed.
+    :meth:`~labq.store.sysedit.SystemEditStore.edit_system`; returns it and the fields that changed.
     The scheduler re-reads which jobs it suits, as after a pool change."""
     require_admin(caller)
     if inventory is None and not edits:
         raise InputError("nothing to change: send inventory, lab, arch, attributes or pools")
     fields = [] if inventory is None else ["inventory"]
-    if inventory is not None and not repo.set_inventory(
+    if inventory is not None and not repo.systems.set_inventory(
         fqdn, inventory, actor=caller.name, now=now
     ):
         fields = []
-    fields += repo.edit_system(fqdn, actor=caller.name, now=now, **edits)
-    system = repo.get_system(fqdn)
+    fields += repo.system_edits.edit_system(fqdn, actor=caller.name, now=now, **edits)
+    system = repo.systems.get_system(fqdn)
     if fields:  # its facts changed, so may the classes it meets
         sink.post(AccessChanged())
     return system, fields
@@ -124,8 +124,10 @@ def remove_system(
     """Mark a system removed for good (admins); refused while it serves a recipe, unless
     ``force``, which aborts that recipe. Its row and history stay."""
     require_admin(caller)
-    done = repo.remove_system(fqdn, actor=caller.name, now=now, force=force, reason=reason)
-    system = repo.get_system(fqdn)
+    done = repo.system_edits.remove_system(
+        fqdn, actor=caller.name, now=now, force=force, reason=reason
+    )
+    system = repo.systems.get_system(fqdn)
     if done.changed:
         sink.post(ConditionChanged(fqdn))
     return system, done
@@ -134,12 +136,12 @@ def remove_system(
 def summary(repo: Repository, lab: str | None = None) -> list[dict[str, object]]:
     """How many systems each lab (optionally one) and pool has idle, held, running, broken,
     manual and reserved (Slurm's ``sinfo``); removed systems are left out."""
-    systems = repo.list_systems(lab=lab)
-    reserved = frozenset(repo.open_reservations())
+    systems = repo.systems.list_systems(lab=lab)
+    reserved = frozenset(repo.reservations.open_reservations())
     return summarise(systems, reserved)
 
 
 def recorded_properties(repo: Repository) -> frozenset[str]:
     """The properties at least one system records: with labq's own, all a host
     requirement can match."""
-    return recorded(s.facts() for s in repo.list_systems())
+    return recorded(s.facts() for s in repo.systems.list_systems())

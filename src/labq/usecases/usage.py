@@ -34,5 +34,5 @@ def _utc(moment: datetime) -> datetime:
 
 def usage_report(repo: Repository, by: By, start: datetime, end: datetime) -> list[UsageRow]:
     """The rows for one window."""
-    found = repo.accounting_records(start, end)
+    found = repo.accounting.accounting_records(start, end)
     return report(by, found.served, found.busy, found.ended, found.started, found.pools)

@@ -19,8 +19,8 @@ router = APIRouter(route_class=PageRoute, include_in_schema=False)
 def agents_page(request: Request, app: StateDep, session: SessionDep) -> Response:
     """Every lab agent, and which labs the server runs itself."""
     with reading(app.engine) as repo:
-        found = repo.list_agents()
-        labs = repo.list_labs()
+        found = repo.agents.list_agents()
+        labs = repo.systems.list_labs()
     now, timeout = app.clock(), app.settings.health.heartbeat_timeout
     rows = [agent_json(a, now, timeout) for a in found]
     served = {lab for a in found if a.revoked_at is None for lab in a.labs}

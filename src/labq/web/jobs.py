@@ -98,8 +98,8 @@ class JobPage:
 def load_job_page(app: AppState, job_id: int) -> JobPage:
     """A job with each recipe's history and the log files archived so far."""
     with reading(app.engine) as repo:
-        job = repo.load_job(job_id)
-        history = {r.id: repo.recipe_history(r.id) for s in job.sets for r in s.recipes}
+        job = repo.jobs.load_job(job_id)
+        history = {r.id: repo.moves.recipe_history(r.id) for s in job.sets for r in s.recipes}
     logs = {entry["recipe"]: entry["files"] for entry in log_files(job, app.settings.data_path())}
     current = {s.id for s in job.current_sets}
     retried_by = {s.retry_of: s.id for s in job.sets if s.retry_of is not None}
@@ -203,8 +203,8 @@ def jobs_page(
             now=app.clock(),
             queue=app.events.queue_view,
         )
-        users = [u.name for u in repo.list_users()]
-        groups = repo.list_groups()
+        users = [u.name for u in repo.people.list_users()]
+        groups = repo.people.list_groups()
     total = listed.total
     return page(
         request,
@@ -264,6 +264,6 @@ def job_log(
 def recipe_link(recipe_id: RowId, app: StateDep, session: SessionDep) -> Response:
     """A recipe's place on its job's page."""
     with reading(app.engine) as repo:
-        set_id = repo.get_recipe(recipe_id).recipe_set_id
-        job_id = repo.get_recipe_set(set_id).job_id
+        set_id = repo.jobs.get_recipe(recipe_id).recipe_set_id
+        job_id = repo.jobs.get_recipe_set(set_id).job_id
     return RedirectResponse(f"{PREFIX}/jobs/{job_id}#recipe-{recipe_id}", status_code=303)

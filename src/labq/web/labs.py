@@ -37,8 +37,8 @@ class LabSummary:
 def labs_page(request: Request, app: StateDep, session: SessionDep) -> Response:
     """Every lab with its systems' conditions and usage; every pool with its rules."""
     with reading(app.engine) as repo:
-        names = repo.list_labs()
-        systems = repo.list_systems()
+        names = repo.systems.list_labs()
+        systems = repo.systems.list_systems()
         pools = pool_access(repo)
     labs = [
         LabSummary(

@@ -117,14 +117,14 @@ def _who(
 ) -> tuple[str | None, str]:
     """The user the token or password speaks for, or None and why not."""
     if token:
-        found = repo.credential(token, now=now)
+        found = repo.tokens.credential(token, now=now)
         if found is None:
             return None, "That token is unknown, expired or revoked."
         if found.recipe_set is not None:
             return None, "A recipe set's own token cannot log in."
         return found.user.name, ""
     if user and password:
-        if repo.check_password(user, password):
+        if repo.passwords.check_password(user, password):
             return user, ""
         return None, "Wrong user name or password (or that user has no password)."
     return None, "Give a token, or a user name and a password."
@@ -160,7 +160,7 @@ def account_page(
 ) -> Response:
     """The account page; ``secret`` is a new webhook's, shown this once."""
     with reading(app.engine) as repo:
-        tokens = repo.list_tokens(session.user.name)
+        tokens = repo.tokens.list_tokens(session.user.name)
         hooks = notices.visible_webhooks(repo, session.user)
     return page(
         request,
@@ -194,5 +194,7 @@ def set_password(
             request, app, session, status=422, error="Type the same, non-empty password twice."
         )
     with transaction(app.engine) as repo:
-        repo.set_password(session.user.name, password, actor=session.user.name, now=app.clock())
+        repo.passwords.set_password(
+            session.user.name, password, actor=session.user.name, now=app.clock()
+        )
     return RedirectResponse(f"{PREFIX}/account?note=password", status_code=303)

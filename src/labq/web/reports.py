@@ -27,7 +27,7 @@ router = APIRouter(route_class=PageRoute, include_in_schema=False)
 def job_junit(job_id: RowId, app: StateDep, session: SessionDep) -> Response:
     """The job's results as a JUnit XML download."""
     with reading(app.engine) as repo:
-        job = repo.load_job(job_id)
+        job = repo.jobs.load_job(job_id)
     document = junit_xml(job, log_reader(app.settings.data_path()))
     headers = {"Content-Disposition": f'attachment; filename="job-{job_id}-junit.xml"'}
     return Response(document, media_type="application/xml", headers=headers)
@@ -60,7 +60,9 @@ async def job_log_follow(
 def systems_summary(request: Request, app: StateDep, session: SessionDep) -> Response:
     """Per lab and pool, systems by state (``labq system summary``)."""
     with reading(app.engine) as repo:
-        labs = summarise(repo.list_systems(), frozenset(repo.open_reservations()))
+        labs = summarise(
+            repo.systems.list_systems(), frozenset(repo.reservations.open_reservations())
+        )
     return page(
         request,
         "systems_summary.html",

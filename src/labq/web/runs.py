@@ -40,8 +40,8 @@ def runs_list(
 ) -> Response:
     """A page of runs, newest first, each with queued/running/pass/fail/dead counts."""
     with reading(app.engine) as repo:
-        total = repo.count_runs()
-        runs = repo.list_runs(limit=PAGE_SIZE, offset=(page_no - 1) * PAGE_SIZE)
+        total = repo.runs.count_runs()
+        runs = repo.runs.list_runs(limit=PAGE_SIZE, offset=(page_no - 1) * PAGE_SIZE)
     return page(
         request,
         "runs.html",
@@ -67,7 +67,7 @@ def run_page(
 ) -> Response:
     """One run: its counts and its jobs, with a cancel form for whoever may use it."""
     with reading(app.engine) as repo:
-        run = repo.load_run(name)
+        run = repo.runs.load_run(name)
     unfinished = [j for j in run.jobs if not j.state.is_final]
     return page(
         request,

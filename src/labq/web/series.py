@@ -2,7 +2,7 @@
 
 - utilisation per pool or lab: the busy share (``scheduled`` … ``running``) of the
   time recorded in the usage history, per bucket — the rule of
-  :func:`labq.domain.usage.utilisation` and of ``Repository.utilisation``;
+  :func:`labq.domain.usage.utilisation` and of ``repo.systems.utilisation``;
 - the queue: how many recipe sets were queued (submitted, not yet started, not
   ended) at the end of each bucket, and the mean wait of the sets that started
   in it or still wait at its end, from each set's ``submitted_at`` /
@@ -23,13 +23,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Literal
 
-from sqlalchemy import Engine, and_, or_, select
+from sqlalchemy import Engine
 
 from labq.domain.states import Condition
 from labq.domain.usage import BUSY, UsageRecord, time_in_usage
 from labq.errors import NotFoundError
 from labq.store import Repository, epoch, reading
-from labq.store.tables import RecipeSets
 from labq.web.charts import GanttRow, GanttSpan, Series, span_of, utc
 
 ALL = "all"  # the one series when there is nothing to split by
@@ -52,7 +51,7 @@ def utilisation_over_time(
     """
     lo, hi = _interval(start, end, buckets)
     with reading(engine) as repo:
-        systems = repo.list_systems()
+        systems = repo.systems.list_systems()
         rows = _usage_rows(repo, start, end)
     groups: dict[str, list[str]] = {
         s.fqdn: (sorted(s.pools) if by == "pool" else [s.lab]) for s in systems
@@ -96,21 +95,13 @@ def queue_over_time(
     the queue is not split by lab.
     """
     lo, hi = _interval(start, end, buckets)
-    left = RecipeSets.started_at.is_not(None)
-    stmt = select(RecipeSets.submitted_at, RecipeSets.started_at, RecipeSets.finished_at).where(
-        RecipeSets.submitted_at <= end,
-        or_(
-            and_(left, RecipeSets.started_at >= start),
-            and_(~left, or_(RecipeSets.finished_at.is_(None), RecipeSets.finished_at >= start)),
-        ),
-    )
     with reading(engine) as repo:
-        sets = repo.conn.execute(stmt).all()
+        sets = repo.figures.queue_stays(start, end)
     # (submitted, when it left the queue: it started, or ended without starting; None: not yet)
     stays = [
         (
             epoch(s.submitted_at),
-            None if (gone := s.started_at or s.finished_at) is None else epoch(gone),
+            None if (left := s.started_at or s.finished_at) is None else epoch(left),
             s.started_at is not None,
         )
         for s in sets
@@ -147,7 +138,7 @@ def system_timeline(
     """
     lo, hi = _interval(start, end, 1)
     with reading(engine) as repo:
-        known = [s.fqdn for s in repo.list_systems()]
+        known = [s.fqdn for s in repo.systems.list_systems()]
         if fqdns is None:
             chosen = known
         else:
@@ -188,4 +179,4 @@ def _usage_rows(
     repo: Repository, start: datetime, end: datetime, fqdns: Sequence[str] | None = None
 ) -> list[UsageRecord]:
     """History rows that overlap ``[start, end)``."""
-    return repo.usage_between(start, end, fqdns)
+    return repo.systems.usage_between(start, end, fqdns)

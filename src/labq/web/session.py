@@ -63,7 +63,7 @@ def current_session(request: Request, app: StateDep) -> Session:
     if not secret:
         raise NoSessionError
     with transaction(app.engine) as repo:
-        found = repo.credential(secret, now=app.clock())
+        found = repo.tokens.credential(secret, now=app.clock())
     if found is None or found.recipe_set is not None:
         raise NoSessionError
     session = Session(found.user, found.token_id, csrf_of(secret))
@@ -86,15 +86,15 @@ FormSessionDep = Annotated[Session, Depends(checked_form)]
 
 def open_session(repo: Repository, user: str, *, now: datetime) -> str:
     """A new session token for ``user``; returns its secret, which only the cookie keeps."""
-    _, secret = repo.create_token(user, SESSION_TOKEN, now=now, expires_at=now + LIFETIME)
+    _, secret = repo.tokens.create_token(user, SESSION_TOKEN, now=now, expires_at=now + LIFETIME)
     return secret
 
 
 def close_session(repo: Repository, session: Session, *, now: datetime) -> None:
     """Revoke the session's token (only if it is a session token: never an API token)."""
-    for token in repo.list_tokens(session.user.name):
+    for token in repo.tokens.list_tokens(session.user.name):
         if token.id == session.token_id and token.name == SESSION_TOKEN:
-            repo.revoke_token(token.id, actor=session.user.name, now=now)
+            repo.tokens.revoke_token(token.id, actor=session.user.name, now=now)
 
 
 def set_session_cookie(response: Response, request: Request, secret: str) -> None:

@@ -59,10 +59,10 @@ def systems_list(
 ) -> Response:
     """Every system (of one lab or pool), with counts by condition and usage."""
     with reading(app.engine) as repo:
-        systems = repo.list_systems(lab=lab or None, pool=pool or None)
-        labs = repo.list_labs()
-        pools = repo.list_pools()
-        held = {f: describe(r) for f, r in repo.open_reservations().items()}
+        systems = repo.systems.list_systems(lab=lab or None, pool=pool or None)
+        labs = repo.systems.list_labs()
+        pools = repo.access.list_pools()
+        held = {f: describe(r) for f, r in repo.reservations.open_reservations().items()}
     return page(
         request,
         "systems.html",
@@ -113,14 +113,14 @@ def system_page(
     if interval is None:
         interval = recent(now)
     with reading(app.engine) as repo:
-        system = repo.get_system(fqdn)
-        reason = repo.condition_reason(fqdn)
-        aborts_in_a_row = repo.consecutive_aborts(fqdn)
-        history = repo.usage_history(fqdn)
-        share = repo.utilisation(start=interval.start, end=interval.end, fqdn=fqdn, now=now)
+        system = repo.systems.get_system(fqdn)
+        reason = repo.systems.condition_reason(fqdn)
+        aborts_in_a_row = repo.systems.consecutive_aborts(fqdn)
+        history = repo.systems.usage_history(fqdn)
+        share = repo.systems.utilisation(start=interval.start, end=interval.end, fqdn=fqdn, now=now)
         recipes = recent_recipes(repo, history)
         changes = condition_changes(repo, fqdn)
-        reservation = repo.reservation_of(fqdn)
+        reservation = repo.reservations.reservation_of(fqdn)
     rows = system_timeline(app.engine, start=interval.start, end=interval.end, fqdns=[fqdn])
     timeline = gantt_chart(
         rows, start=epoch(interval.start), end=epoch(interval.end), title=f"{fqdn}: usage"
@@ -161,13 +161,13 @@ def recent_recipes(repo: Repository, history: list[UsageRecord]) -> list[RecipeO
                 break
     out = []
     for recipe_id in ids:
-        recipe = repo.get_recipe(recipe_id)
-        rset = repo.get_recipe_set(recipe.recipe_set_id)
+        recipe = repo.jobs.get_recipe(recipe_id)
+        rset = repo.jobs.get_recipe_set(recipe.recipe_set_id)
         out.append(RecipeOnSystem(recipe, rset.job_id, rset.attempt))
     return out
 
 
 def condition_changes(repo: Repository, fqdn: str) -> list[ActivityEntry]:
     """Who changed the system's condition lately, and why (newest first)."""
-    entries = repo.activity(kind="system", limit=ACTIVITY_SCAN)
+    entries = repo.log.activity(kind="system", limit=ACTIVITY_SCAN)
     return [e for e in entries if e.object_name == fqdn]

@@ -65,7 +65,7 @@ def usage_page(
     chosen: By = by if by in BY_KEYS else "group"  # type: ignore[assignment]
     interval, problem = chosen_interval(app.clock(), last=last or "30d", start=start, end=end)
     with reading(app.engine) as repo:
-        found = repo.accounting_records(interval.start, interval.end)
+        found = repo.accounting.accounting_records(interval.start, interval.end)
     rows = report(chosen, found.served, found.busy, found.ended, found.started, found.pools)
     series = hours_over_time(
         chosen, found.served, found.busy, found.pools, epoch(interval.start), epoch(interval.end)
