@@ -2,11 +2,14 @@
 
 State lives in memory and is rebuilt from storage at start (:meth:`Scheduler.restore`);
 the core never reads a clock (every event carries ``now``), a database or a process.
+This module is the events and the procedure for offering a free system; the
+parts do the rest.
 
 The parts it consults, each owning its state (others read it through
 :class:`~labq.scheduler.view.SchedulerView`):
 
 - ``books`` — systems, sets, recipes, who holds what, what is offered; the primitive moves;
+- ``roster`` — sets joining and leaving, systems joining, restoring after a restart;
 - ``fresh`` — what the caches of every part may still use (versions and memos);
 - ``index`` / ``waitlist`` — viability classes; waiting sets per class in order, the shelf;
 - ``placer`` — who may use which system now, and gang matchings;
@@ -42,17 +45,8 @@ from labq.domain.states import Condition, RecipeState
 from labq.scheduler import decisions as d
 from labq.scheduler.choice import Choice, ChoiceKind, Placement
 from labq.scheduler.consistency import repairs, unrunnable
-from labq.scheduler.entries import (
-    Eligibility,
-    RecipeEntry,
-    RecipeSubmission,
-    SetEntry,
-    SetSubmission,
-    SystemEntry,
-    ViabilityClass,
-    set_entry,
-)
-from labq.scheduler.restore import RestoredSet, check_place, check_recipes
+from labq.scheduler.entries import Eligibility, SetEntry, SetSubmission, SystemEntry, set_entry
+from labq.scheduler.restore import RestoredSet
 from labq.scheduler.retry import retry_decision
 from labq.scheduler.state import CoreState
 
@@ -69,7 +63,7 @@ class Scheduler(CoreState):
     def add_system(self, system: SystemEntry, now: float) -> list[d.Decision]:
         """A system joins a lab; an automated one is pending at once (seed 000)."""
         self._books.begin(now)
-        self._add_system(system)
+        self._roster.add_system(system)
         if system.condition is not Condition.REMOVED:
             self._books.make_pending(system.fqdn)
         return self._finish()
@@ -111,7 +105,7 @@ class Scheduler(CoreState):
     def submit(self, sets: Sequence[SetSubmission], now: float) -> list[d.Decision]:
         """The new-job event: place the new sets, best-ranked first, on free systems."""
         self._books.begin(now)
-        entries = [self._register(submission) for submission in sets]
+        entries = [self._roster.register(submission) for submission in sets]
         for entry in sorted(entries, key=self.rank_of, reverse=True):
             if entry.lab is None and entry.waiting:  # an offer in between may have placed it
                 self._place_new(entry)
@@ -142,7 +136,7 @@ class Scheduler(CoreState):
                 aborted_on[recipe.id] = recipe.system
             recipe.state = outcome
             self._books.free_system(recipe)
-        self._retire(entry)
+        self._roster.retire(entry)
         if entry.started and entry.lab is not None:
             self._weights.finished(entry, entry.lab)
         self._retry(entry, aborted_on)
@@ -161,10 +155,7 @@ class Scheduler(CoreState):
         self._books.begin(now)
         if submission.id in self._books.sets:
             raise ValueError(f"recipe set {submission.id} is known: finish it instead")
-        recipes = [
-            self._recipe(submission.id, index, spec, self._class_of(spec))
-            for index, spec in enumerate(submission.recipes)
-        ]
+        recipes = self._roster.recipes_of(submission)
         for recipe in recipes:
             recipe.state = outcomes.get(recipe.id, RecipeState.COMPLETED)
         entry = set_entry(submission, recipes)
@@ -189,7 +180,7 @@ class Scheduler(CoreState):
                 recipe.state = RecipeState.CANCELLED
                 books.emit(d.Cancel(recipe.id, set_id))
                 books.free_system(recipe)
-            self._retire(entry)
+            self._roster.retire(entry)
         self._drain()
         return self._finish()
 
@@ -282,18 +273,7 @@ class Scheduler(CoreState):
         were submitted. Raises ValueError when the scheduler is not fresh or
         the state is impossible (see :mod:`labq.scheduler.restore`).
         """
-        if self._books.systems or self._books.sets:
-            raise ValueError("restore needs a fresh scheduler")
-        for system in systems:
-            if system.fqdn in self._books.systems:
-                raise ValueError(f"system {system.fqdn} is listed twice")
-            self._add_system(system)
-        for restored in sets:
-            self._restore_set(restored)
-        for fqdn, system in self._books.systems.items():
-            if system.recipe is None and system.condition is not Condition.REMOVED:
-                self._books.set_free(fqdn)
-        self._weights.recount(held or {})
+        self._roster.restore(systems, sets, held or {})
 
     def offer(self, fqdns: Iterable[str], now: float) -> list[d.Decision]:
         """The pending-system event for free systems: each goes to the best candidate or idles."""
@@ -445,40 +425,7 @@ class Scheduler(CoreState):
         while (holder := self._holds.completing(lab)) is not None:
             self._start(holder, lab, {})
 
-    # --- sets joining and leaving the queue ------------------------------------------
-
-    def _register(self, submission: SetSubmission) -> SetEntry:
-        if submission.id in self._books.sets:
-            raise ValueError(f"recipe set {submission.id} is already known")
-        recipes = []
-        keys: dict[tuple[int, frozenset[str], str | None], str] = {}  # a wide set repeats one
-        for index, spec in enumerate(submission.recipes):
-            same = (id(spec.requirement), spec.excluded, spec.force)
-            key = keys.get(same)
-            if key is None:
-                key = keys[same] = self._class_of(spec)
-            recipes.append(self._recipe(submission.id, index, spec, key))
-        entry = set_entry(submission, recipes)
-        self._books.add_set(entry)
-        self._waitlist.join(entry)
-        self._weights.joined(entry)
-        self._waitlist.requeue_all(entry)
-        return entry
-
-    def _class_of(self, spec: RecipeSubmission) -> str:
-        return self._index.add_class(ViabilityClass(spec.requirement, spec.excluded, spec.force))
-
-    @staticmethod
-    def _recipe(set_id: int, index: int, spec: RecipeSubmission, klass: str) -> RecipeEntry:
-        return RecipeEntry(spec.id, set_id, index, klass, spec.role)
-
-    def _retire(self, entry: SetEntry) -> None:
-        """The set ended (finished, cancelled or aborted)."""
-        if entry.waiting:
-            self._waitlist.leave(entry)
-            self._weights.left(entry)
-        entry.finished = True
-        self._holds.forget(entry)
+    # --- sets ending, holds given back ------------------------------------------------
 
     def _retry(self, entry: SetEntry, aborted_on: Mapping[int, str]) -> None:
         """The retry an ended set is owed, if any."""
@@ -501,17 +448,11 @@ class Scheduler(CoreState):
         for recipe in entry.recipes:
             recipe.state = RecipeState.ABORTED
             self._books.emit(d.Abort(recipe.id, entry.id, message))
-        self._retire(entry)
+        self._roster.retire(entry)
         self._books.emit(d.SetError(entry.id, message))
 
     def _could_ever_run_in(self, entry: SetEntry, lab: str) -> bool:
         return self._placer.could_run(lab, entry.demands(), entry.group, ever=True)
-
-    # --- systems and restoring ---------------------------------------------------------
-
-    def _add_system(self, system: SystemEntry) -> None:
-        self._books.add_system(system)
-        self._index.add_system(system)
 
     def _give_back_held(self, system: SystemEntry, why: str) -> None:
         """A set that holds ``system`` without having started gives it back when it may no
@@ -523,31 +464,6 @@ class Scheduler(CoreState):
         if not holder.started and not self._placer.usable(system, recipe.klass, holder.group):
             self._books.take_back(recipe, why)
             self._holds.settle(holder)
-
-    def _restore_set(self, restored: RestoredSet) -> None:
-        recipes = check_recipes(restored)
-        entry = self._register(restored.submission)  # entries, classes and the queue
-        for recipe, saved in zip(entry.recipes, recipes, strict=True):
-            recipe.state = saved.state
-            if saved.system is None:
-                continue
-            system = self._books.systems.get(saved.system)
-            check_place(entry, recipe.id, saved.system, system)
-            assert system is not None
-            entry.lab = system.lab
-            self._books.place_restored(recipe, system)
-        began = entry.started_at = restored.started_at
-        if began is not None and entry.missing:
-            raise ValueError(f"recipe set {entry.id} started without a system for every recipe")
-        if entry.lab is None:
-            return
-        if began is not None:
-            self._waitlist.leave(entry)
-            end = None if entry.max_time is None else began + entry.max_time
-            self._profile.occupy(entry.lab, (r.system for r in entry.recipes if r.system), end)
-        else:
-            self._books.add_holder(entry, entry.lab)
-            entry.held_since = restored.held_since
 
     # --- bookkeeping ---------------------------------------------------------------
 

@@ -3,7 +3,8 @@
 The live service commits every decision before acting on it, so after a
 restart the database says where everything is: which systems exist, which
 sets wait, hold or run, and which system each recipe has.
-:meth:`~labq.scheduler.core.Scheduler.restore` puts exactly that into a fresh
+:meth:`~labq.scheduler.core.Scheduler.restore` (the work of
+:class:`~labq.scheduler.roster.Roster`) puts exactly that into a fresh
 scheduler — entries, holders, free systems, the queue, the free-time profile —
 without emitting a single decision: the database already holds them.
 Afterwards the scheduler takes the same decisions the one that stopped would

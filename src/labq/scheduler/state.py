@@ -26,6 +26,7 @@ from labq.scheduler.placement import Placer
 from labq.scheduler.predictive import RunningLocks
 from labq.scheduler.profile import Profile
 from labq.scheduler.reservation import Reservation
+from labq.scheduler.roster import Roster
 from labq.scheduler.view import ClassesView
 from labq.scheduler.waitlist import Waitlist
 from labq.scheduler.weights import Weights
@@ -58,9 +59,10 @@ class CoreState:
         keeper = self._keeper = self.keeper_class(
             books.sets, books.rank_of, running_locks, enabled=config.predictive
         )
-        self._weights = self.weights_class(
+        weights = self._weights = self.weights_class(
             config, books, waitlist, holds, admission, running_locks, keeper, fresh
         )
+        self._roster = Roster(books, index, waitlist, weights, holds, profile)
         self._chooser = Chooser(books, placer, admission, keeper, backfill, holds)
 
     # --- what others read ------------------------------------------------------------
