@@ -32,7 +32,9 @@ concurrent threads happen to interleave changes neither the order nor the figure
 - **climbs back**: the distinct hops that, at least once, called into a module that was
   still on the calling thread's stack below the caller: control climbing back up into a
   module that had handed it on and was waiting (a part calling its owner back, a page
-  calling a route that calls the store that the page's module also calls). This is the
+  calling a route that calls the store that the page's module also calls). A generator
+  expression or comprehension that another module iterates is not a climb (data handed
+  down, not control handed back). This is the
   figure the reshaping of issue 23 is judged by: a layered call goes down and returns,
   it does not climb back.
 

@@ -28,6 +28,9 @@ _CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hops_trace.j
 _LOOK_EVERY_NS = 20_000_000
 # an import running a module, and dataclasses making a class's methods: no calls of the path
 _NOT_CALLS = frozenset({"<module>", "__create_fn__"})
+# a comprehension handed down and iterated there runs its own module's code below the
+# callee: data flowing, not control handed back up, so it is never a climb
+_LAZY = frozenset({"<genexpr>", "<listcomp>", "<dictcomp>", "<setcomp>"})
 
 
 class _Tracer:
@@ -85,7 +88,7 @@ class _Tracer:
         if pid != self.pid:
             self.forked(pid)
         inside = caller.startswith("labq")
-        climb = inside and _on_stack(callee, back)
+        climb = inside and code.co_name not in _LAZY and _on_stack(callee, back)
         key = (caller if inside else caller.split(".")[0], callee, climb)
         if key in self.seen:
             return

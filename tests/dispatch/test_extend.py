@@ -1,6 +1,7 @@
 """A heartbeat's answer moves a running set's max_time: the runner keeps to the new deadline."""
 
 import time
+from collections import defaultdict
 
 from labq.dispatch import run_set
 from labq.domain.states import RecipeState, Result
@@ -23,7 +24,7 @@ class Extending(RecordingReporter):
 
 def run(plan, local, data_dir, reporter):
     return run_set(
-        plan, lambda _s: local, data_dir=data_dir, reporter=reporter, heartbeat_every=0.1
+        plan, defaultdict(lambda: local), data_dir=data_dir, reporter=reporter, heartbeat_every=0.1
     )
 
 

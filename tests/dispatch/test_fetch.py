@@ -7,6 +7,7 @@ tarballs written with :mod:`tarfile`, plain directories.
 import io
 import tarfile
 import textwrap
+from collections import defaultdict
 
 import pytest
 
@@ -70,7 +71,12 @@ def plan_of(*tasks):
 
 def run(plan, local, data_dir, reporter, **kw):
     return run_set(
-        plan, lambda _s: local, data_dir=data_dir, reporter=reporter, heartbeat_every=0.2, **kw
+        plan,
+        defaultdict(lambda: local),
+        data_dir=data_dir,
+        reporter=reporter,
+        heartbeat_every=0.2,
+        **kw,
     )
 
 

@@ -4,6 +4,7 @@ On the local backend a guest is a workspace inside its host's.
 """
 
 import dataclasses
+from collections import defaultdict
 
 import pytest
 
@@ -34,7 +35,11 @@ def host_plan(host_tasks, *guests, role="hosts"):
 
 def run(plan, backend, data_dir, reporter):
     return run_set(
-        plan, lambda _s: backend, data_dir=data_dir, reporter=reporter, heartbeat_every=0.2
+        plan,
+        defaultdict(lambda: backend),
+        data_dir=data_dir,
+        reporter=reporter,
+        heartbeat_every=0.2,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from datetime import UTC, datetime
 
 from labq.dispatch import HookedBackend, HookSet, run_set
@@ -56,7 +57,7 @@ def test_the_reimage_hook_gets_the_custom_distro_of_a_stored_job(lab: Lab, tmp_p
     backend = HookedBackend(LocalBackend(lab.data_dir), HookSet(reimage=hook))
     outcome = run_set(
         plan,
-        lambda _system: backend,
+        defaultdict(lambda: backend),
         data_dir=lab.data_dir,
         reporter=RecordingReporter(),
         heartbeat_every=0.2,

@@ -1,6 +1,7 @@
 import itertools
 import threading
 import time
+from collections import defaultdict
 
 import pytest
 
@@ -33,7 +34,7 @@ R = RecipeState
 
 def run(plan, backend, data_dir, reporter, **kw):
     kw.setdefault("heartbeat_every", 0.2)
-    return run_set(plan, lambda _system: backend, data_dir=data_dir, reporter=reporter, **kw)
+    return run_set(plan, defaultdict(lambda: backend), data_dir=data_dir, reporter=reporter, **kw)
 
 
 def two_host_plan(server_tasks, client_tasks, **kw):

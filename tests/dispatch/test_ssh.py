@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -124,7 +125,9 @@ def test_a_set_runs_over_ssh_with_its_environment_logs_and_pinned_tasks(
         env={"LABQ_TOKEN": token},
     )
     data = tmp_path / "data"
-    outcome = run_set(plan, lambda _s: backend, data_dir=data, reporter=reporter, heartbeat_every=1)
+    outcome = run_set(
+        plan, defaultdict(lambda: backend), data_dir=data, reporter=reporter, heartbeat_every=1
+    )
 
     recipe = outcome.recipe(1)
     assert recipe.state is RecipeState.COMPLETED, recipe.reason
@@ -164,7 +167,11 @@ def test_an_ssh_task_timeout_kills_its_process_group(backend, tmp_path, reporter
     )
     started = time.monotonic()
     outcome = run_set(
-        plan, lambda _s: backend, data_dir=tmp_path / "d", reporter=reporter, heartbeat_every=1
+        plan,
+        defaultdict(lambda: backend),
+        data_dir=tmp_path / "d",
+        reporter=reporter,
+        heartbeat_every=1,
     )
     assert time.monotonic() - started < 10
     recipe = outcome.recipe(1)

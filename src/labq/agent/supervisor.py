@@ -45,8 +45,8 @@ from labq.dispatch.supervisor import (
     EXIT_CLAIM_LOST,
     EXIT_COULD_NOT_RUN,
     EXIT_RAN,
-    backends,
     fetch_options,
+    lab_backends,
     prepare,
     read_secrets,
 )
@@ -136,7 +136,7 @@ def supervise(set_id: int, spool: SetDir, order: Order, cancel: threading.Event)
     try:
         labs = {r.system.lab for r in plan.recipes}
         try:
-            backend_for = backends(settings, data_dir, labs, set_id=set_id, users=users)
+            backends = lab_backends(settings, data_dir, labs, set_id=set_id, users=users)
         except Exception as exc:
             reason = f"cannot run this set: {_one_line(exc)}"
             for recipe in plan.recipes:
@@ -145,7 +145,7 @@ def supervise(set_id: int, spool: SetDir, order: Order, cancel: threading.Event)
             return EXIT_COULD_NOT_RUN
         outcome = run_set(
             plan,
-            backend_for,
+            backends,
             data_dir=data_dir,
             reporter=reporter,
             # reading two small files is cheap: look often, so a fence comes soon after the lease

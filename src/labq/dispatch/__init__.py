@@ -28,13 +28,13 @@ from labq.dispatch.results import (
     SetOutcome,
     TaskOutcome,
 )
-from labq.dispatch.runner import BackendFor, run_set
+from labq.dispatch.runner import Backends, run_set
 from labq.dispatch.workspace import RefError, checkout, resolve_ref
 
 __all__ = [
     "WARN_EXIT",
     "Backend",
-    "BackendFor",
+    "Backends",
     "GuestPlan",
     "HookError",
     "HookSet",

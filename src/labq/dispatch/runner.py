@@ -36,7 +36,7 @@ from labq.dispatch.plan import PlanError, SetPlan, TaskPlan
 from labq.dispatch.recipes import Guest, Place, RecipeRun, final_state
 from labq.dispatch.reporting import SafeReporter
 from labq.dispatch.results import RecipeOutcome, Reporter, SetOutcome, recipe_result
-from labq.dispatch.setcontext import BackendFor, Checkout, SetContext
+from labq.dispatch.setcontext import Backends, Checkout, SetContext
 from labq.dispatch.steps import StepGate
 from labq.dispatch.stopping import Stop, StopKind
 from labq.dispatch.task import TaskRunner
@@ -44,7 +44,7 @@ from labq.dispatch.teardown import archive, clean_up
 from labq.domain.locktable import Outcome
 from labq.domain.states import RecipeState
 
-__all__ = ["LOCK_POLL", "BackendFor", "SetContext", "SetRunner", "run_set"]
+__all__ = ["LOCK_POLL", "Backends", "SetContext", "SetRunner", "run_set"]
 
 _TICK: Final = 0.05
 LOCK_POLL: Final = 1.0  # seconds between asks while the set waits for its locks
@@ -52,7 +52,7 @@ LOCK_POLL: Final = 1.0  # seconds between asks while the set waits for its locks
 
 def run_set(
     plan: SetPlan,
-    backend_for: BackendFor,
+    backends: Backends,
     *,
     data_dir: Path,
     reporter: Reporter,
@@ -82,7 +82,7 @@ def run_set(
     try:
         context = SetContext(
             plan=plan,
-            backend_for=backend_for,
+            backends=backends,
             data_dir=data_dir,
             reporter=SafeReporter(reporter, log, plan.secrets),
             heartbeat_every=heartbeat_every,
@@ -184,7 +184,7 @@ class SetRunner:
             guests = [Guest(g, log_dir / "guests" / g.system.fqdn) for g in recipe.guests]
             for g in guests:
                 g.log_dir.mkdir(parents=True, exist_ok=True)
-            backend = self.context.backend_for(recipe.system)
+            backend = self.context.backends[recipe.system.lab]
             self.recipes.append(RecipeRun(recipe, backend, log_dir, guests))
 
     def _wait_for_locks(self) -> bool:

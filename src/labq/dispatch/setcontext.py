@@ -10,19 +10,19 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from labq.dispatch.backends import Backend
 from labq.dispatch.fetch import FetchOptions
 from labq.dispatch.logs import set_log_dir
-from labq.dispatch.plan import SetPlan, SystemInfo
+from labq.dispatch.plan import SetPlan
 from labq.dispatch.reporting import SafeReporter
 from labq.dispatch.workspace import cached_checkout
 from labq.domain.locktable import Outcome
 
-BackendFor = Callable[[SystemInfo], Backend]
+Backends = Mapping[str, Backend]  # lab -> the backend its systems are reached by
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class SetContext:
     """Everything one run of a set needs; see :func:`labq.dispatch.runner.run_set`."""
 
     plan: SetPlan
-    backend_for: BackendFor
+    backends: Backends
     data_dir: Path
     reporter: SafeReporter  # writes the set's supervisor.log, secrets masked
     heartbeat_every: float

@@ -59,7 +59,7 @@ from labq.dispatch.logs import set_log_dir
 from labq.dispatch.plan import GuestPlan, RecipePlan, SetPlan, SystemInfo, TaskPlan
 from labq.dispatch.provisioning import provision_environment
 from labq.dispatch.results import SetOutcome
-from labq.dispatch.runner import BackendFor, run_set
+from labq.dispatch.runner import Backends, run_set
 from labq.domain.job import RecipeSpec, TaskSpec
 from labq.domain.model import System
 from labq.domain.states import RecipeState
@@ -190,9 +190,9 @@ def _check_runnable(view: RecipeSetView) -> None:
             )
 
 
-def backends(
+def lab_backends(
     settings: Settings, data_dir: Path, labs: set[str], *, set_id: int, users: list[DynamicUsers]
-) -> BackendFor:
+) -> Backends:
     """One backend per lab from its settings (hooks checked now, before anything runs).
 
     A dynamic task user taken for the set is added to ``users``: give it back at the end.
@@ -209,11 +209,7 @@ def backends(
         if any(getattr(hooks, name) for name in HOOK_NAMES):
             backend = HookedBackend(backend, HookSet.from_settings(hooks))
         made[lab] = backend
-
-    def backend_for(system: SystemInfo) -> Backend:
-        return made[system.lab]
-
-    return backend_for
+    return made
 
 
 def _task_user(
@@ -278,8 +274,8 @@ def supervise(
         labs = {repo.systems.get_system(fqdn).lab for fqdn in held}
     users: list[DynamicUsers] = []
     try:
-        backend_for = backends(settings, data_dir, labs, set_id=set_id, users=users)
-        return _run(engine, set_id, settings, data_dir, backend_for, claim, pid, host, cancel)
+        backends = lab_backends(settings, data_dir, labs, set_id=set_id, users=users)
+        return _run(engine, set_id, settings, data_dir, backends, claim, pid, host, cancel)
     finally:
         for pool in users:
             pool.give_back()
@@ -290,7 +286,7 @@ def _run(
     set_id: int,
     settings: Settings,
     data_dir: Path,
-    backend_for: BackendFor,
+    backends: Backends,
     claim: str,
     pid: int,
     host: str,
@@ -312,7 +308,7 @@ def _run(
     )
     outcome = run_set(
         plan,
-        backend_for,
+        backends,
         data_dir=data_dir,
         reporter=reporter,
         heartbeat_every=settings.heartbeat_every,

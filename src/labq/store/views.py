@@ -133,12 +133,14 @@ class JobView:
 
         Not final while a retry is owed to a set (:func:`job_state`).
         """
-        return job_state(((r.state for r in s.recipes), s.retry_owed) for s in self.current_sets)
+        # each set's own facts first: the rule below never calls back into the views
+        facts = [([r.state for r in s.recipes], s.retry_owed) for s in self.current_sets]
+        return job_state(facts)
 
     @property
     def result(self) -> Result | None:
         """The worst result of the current attempts."""
-        return worst_result(s.result for s in self.current_sets)
+        return worst_result([s.result for s in self.current_sets])  # own facts first, as in state
 
 
 @dataclass(frozen=True)
