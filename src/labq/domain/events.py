@@ -111,13 +111,6 @@ class EventSink(Protocol):
         """Queue ``event`` for the scheduler; quick, and never raises for a lost one."""
 
 
-class NoEvents:
-    """Events that go nowhere: no scheduler here (tests, a read-only replica)."""
-
-    def post(self, event: Event) -> None:
-        """Nothing to tell."""
-
-
 # the wire names, kept from the string events NOTIFY carried before (mixed versions agree)
 _NAMES: Final[dict[type[Event], str]] = {
     JobSubmitted: "submit",
