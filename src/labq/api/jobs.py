@@ -15,13 +15,13 @@ from fastapi.responses import FileResponse, Response
 from labq.api.jobviews import job_json, job_summary, results_json
 from labq.api.openapi import answers
 from labq.api.rows import Glob, Text
-from labq.domain.events import JobSubmitted
 from labq.domain.priority import Priority
 from labq.domain.states import RecipeState
 from labq.formats.loader import Format
 from labq.gateway.deps import StateDep, UserDep
 from labq.gateway.errors import ApiError
 from labq.gateway.schemas import Body, Offset, PriorityLabel, Reason, RowId
+from labq.gateway.submitting import submit_document
 from labq.store import reading, transaction
 from labq.store.listing import MAX_PAGE
 from labq.store.selection import JobQuery
@@ -30,7 +30,6 @@ from labq.usecases.junit import junit_xml
 from labq.usecases.logs import log_file, log_files, log_reader
 from labq.usecases.posting import post_all
 from labq.usecases.queries import find_jobs
-from labq.usecases.submission import prepare, read_document
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
 
@@ -100,22 +99,8 @@ def submit_job(
     fmt: Annotated[Format | None, Query(alias="format")] = None,
 ) -> dict[str, Any]:
     """Parse and store a job; the scheduler is told once it is committed."""
-    chosen = _format_of(content_type, fmt)
-    limits = app.settings.limits
-    document = read_document(body, chosen, limits=limits, gate=app.documents)
-    spec = prepare(document.spec, app.settings.retention)
-    with transaction(app.engine) as repo:
-        job_id = submission.submit_job(
-            repo,
-            caller,
-            spec,
-            document.format,
-            now=app.clock(),
-            source=document.text,
-            origins=document.origins,
-        )
-    post_all(app.events, [JobSubmitted(job_id)])
-    return {"id": job_id, "format": document.format, "url": f"/api/v1/jobs/{job_id}"}
+    job_id, read_as = submit_document(app, caller, body, _format_of(content_type, fmt))
+    return {"id": job_id, "format": read_as, "url": f"/api/v1/jobs/{job_id}"}
 
 
 @router.get("")

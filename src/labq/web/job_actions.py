@@ -14,16 +14,15 @@ from typing import Annotated, Final, get_args
 from fastapi import APIRouter, File, Form, Request, Response, UploadFile
 from fastapi.responses import RedirectResponse
 
-from labq.domain.events import JobSubmitted
-from labq.domain.model import User
 from labq.domain.priority import Priority
 from labq.domain.states import RecipeState
 from labq.formats.loader import FORMATS, Format
-from labq.gateway.deps import AppState, StateDep
+from labq.gateway.deps import StateDep
 from labq.gateway.schemas import Body, Name, PriorityLabel, Reason, RowId
+from labq.gateway.submitting import submit_document
 from labq.store import transaction
 from labq.store.selection import JobQuery
-from labq.usecases import cancellation, submission
+from labq.usecases import cancellation
 from labq.usecases import priority as priority_
 from labq.usecases.selection import JobFilter
 from labq.web.events import post
@@ -198,7 +197,7 @@ def submit(
     # The guard has already capped the whole request at limits.document_bytes.
     data = job_file.file.read()
     try:
-        job_id = _submit(app, session.user, data, chosen)
+        job_id, _ = submit_document(app, session.user, data, chosen)
     except Exception as exc:
         failure = refusal(exc)
         if failure is None:
@@ -215,24 +214,6 @@ def submit(
             problems=problems,
         )
     return RedirectResponse(f"{PREFIX}/jobs/{job_id}?note=submitted", status_code=303)
-
-
-def _submit(app: AppState, caller: User, data: bytes, fmt: Format) -> int:
-    """Read, check and store the document as the API does; tell the scheduler."""
-    document = submission.read_document(data, fmt, limits=app.settings.limits, gate=app.documents)
-    spec = submission.prepare(document.spec, app.settings.retention)
-    with transaction(app.engine) as repo:
-        job_id = submission.submit_job(
-            repo,
-            caller,
-            spec,
-            document.format,
-            now=app.clock(),
-            source=document.text,
-            origins=document.origins,
-        )
-    post(app, [JobSubmitted(job_id)])
-    return job_id
 
 
 def _named(message: str, name: str) -> str:
