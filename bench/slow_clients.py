@@ -326,13 +326,16 @@ def _wait_quiet(server: Served, idle: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--connections", type=int, default=20_000)
-    parser.add_argument("--seconds", type=float, default=40.0)
+    # the attack opens its connections for 10 s and measuring stops 5 s before its end
+    parser.add_argument("--seconds", type=float, default=40.0, help="the attack's length, > 15")
     parser.add_argument(
         "--bodies",
         type=lambda text: [int(n) for n in text.split(",")],
         help="counts of trickled bodies, e.g. 1200,3000 (instead of trickled heads)",
     )
     args = parser.parse_args()
+    if args.seconds <= 15:
+        parser.error("--seconds must be more than 15: nothing is measured in the first 10 s")
     labq = str(Path(sys.executable).parent / "labq")
     with served(labq) as server:
         if args.bodies:
