@@ -26,6 +26,7 @@ from schemathesis.specs.openapi import checks
 from sqlalchemy import create_engine
 
 from labq.config import Settings
+from labq.usecases.ports import NoScheduler
 from labq.webapp import create_app
 from tests.api.conftest import Lab, submit
 
@@ -52,7 +53,7 @@ CHECKS = [
 
 def operations() -> list[tuple[str, str]]:
     """Every (method, path) the document lists; no database is touched to list them."""
-    app = create_app(create_engine("sqlite://"), Settings(), None)  # type: ignore[arg-type]
+    app = create_app(create_engine("sqlite://"), Settings(), NoScheduler())
     paths: dict[str, dict[str, Any]] = app.openapi()["paths"]
     return [(method.upper(), path) for path, item in paths.items() for method in item]
 
@@ -65,7 +66,7 @@ READ_TIMEOUT = 300.0
 def refused_for_meaning() -> set[tuple[str, str]]:
     """Operations whose document says they refuse some well-shaped requests with 422 (a job
     document's meaning, a filter's syntax, a window's order, …): no schema can state why."""
-    app = create_app(create_engine("sqlite://"), Settings(), None)  # type: ignore[arg-type]
+    app = create_app(create_engine("sqlite://"), Settings(), NoScheduler())
     paths: dict[str, dict[str, Any]] = app.openapi()["paths"]
     return {
         (method.upper(), path)

@@ -1,10 +1,9 @@
 """Eligibility controls: ``/filters`` (queue filter rules) and ``/queue/pause|resume|pauses``.
 
 Anyone with a token may list them; only admins change them. A change is
-committed, then the scheduler is told (``filters_changed``, ``pause_changed``)
-and judges the sets that have not started yet again. :func:`admit_job` is the
-part of submitting a job that belongs here: its dependencies are stored and a
-reject rule refuses it.
+committed, then the scheduler is told (``FiltersChanged``, ``PauseChanged``)
+and judges the sets that have not started yet again. A reject rule refuses a job
+at submission (:func:`labq.usecases.submission.admit_job`).
 """
 
 from __future__ import annotations
@@ -15,12 +14,10 @@ from fastapi import APIRouter
 from pydantic import Field
 
 from labq.api.openapi import answers
-from labq.domain.job import JobSpec
 from labq.gateway.deps import AdminDep, StateDep, UserDep
-from labq.gateway.errors import ApiError
 from labq.gateway.posting import committing
 from labq.gateway.schemas import INT4_MAX, INTEGRAL, NO_NUL, Body, Name, Reason, RowId
-from labq.store import Repository, reading
+from labq.store import reading
 from labq.store.filters import FilterView
 from labq.store.pauses import PauseView
 from labq.usecases import filters as rules
@@ -109,15 +106,6 @@ def filter_json(view: FilterView) -> dict[str, Any]:
         "created_by": view.created_by,
         "created_at": view.created_at,
     }
-
-
-def admit_job(repo: Repository, job_id: int, spec: JobSpec) -> None:
-    """Inside the submitting transaction: store ``depends`` (422 naming ``depends[i]``) and
-    refuse the job while a reject rule matches it (409); either way nothing is stored."""
-    repo.admission.add_dependencies(job_id, spec.depends)
-    rule = repo.admission.rejecting_rule(job_id)
-    if rule is not None:
-        raise ApiError(409, f"the job is refused: rejected by {rule.describe()}")
 
 
 # --- paused lab queues -----------------------------------------------------------------

@@ -25,16 +25,13 @@ from labq.gateway.submitting import submit_document
 from labq.store import reading, transaction
 from labq.store.listing import MAX_PAGE
 from labq.store.selection import JobQuery
-from labq.usecases import cancellation, priority, submission
+from labq.usecases import cancellation, priority
 from labq.usecases.junit import junit_xml
 from labq.usecases.logs import log_file, log_files, log_reader
 from labq.usecases.posting import post_all
 from labq.usecases.queries import find_jobs
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
-
-# the name api/reservations still calls it by (that module is being moved on its own)
-store_job = submission.submit_job
 
 MAX_PATH: Final = 4096  # PATH_MAX on Linux
 
