@@ -136,6 +136,7 @@ def _serve(root: Path, port: int, stop: Stop, *, removes: bool) -> None:
             if _wait_started(web, thread, port, stop):
                 with Client(Connection(base, token)) as client:
                     jobs = populate(client)
+                    _wait_ended(client, jobs, stop)
                 if not stop.is_set():
                     click.echo(announcement(base, root, token, jobs, removes=removes))
             while thread.is_alive() and not stop.wait(0.5):
@@ -200,6 +201,9 @@ def example(name: str) -> bytes:
     return resources.files("labq").joinpath("examples", name).read_bytes()
 
 
+ENDED: Final = frozenset({"completed", "cancelled", "aborted"})
+
+
 def populate(client: Client) -> list[int]:
     """The demo lab, its systems, pool, rule and group; then the sample jobs (their ids)."""
     client.post("/labs", {"name": LAB})
@@ -214,6 +218,15 @@ def populate(client: Client) -> list[int]:
         int(client.submit(example(name), content_type="application/yaml", fmt="auto")["id"])
         for name in JOBS
     ]
+
+
+def _wait_ended(client: Client, jobs: list[int], stop: Stop, *, limit: float = 60.0) -> None:
+    """Until the sample jobs have ended (a few seconds; ``limit`` at most): the printed
+    commands read their logs, which a task that has not run yet does not have."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline and not stop.wait(0.2):
+        if all(client.get(f"/jobs/{j}")["state"] in ENDED for j in jobs):
+            return
 
 
 def announcement(base: str, root: Path, token: str, jobs: list[int], *, removes: bool) -> str:
