@@ -1,12 +1,15 @@
 """Event latency of the scheduling core at lab scale (not a test: run it by hand).
 
     .venv/bin/python bench/scheduler_events.py [--systems 10000] [--queued 100000]
-        [--signatures 1000] [--events 2000]
+        [--signatures 1000] [--events 2000] [--distros]
 
 Builds a lab of SYSTEMS systems, fills every system with a running set, queues
 QUEUED single-recipe sets spread over SIGNATURES distinct host requirements,
 then times EVENTS pending-system events (a running set finishes, its system is
 offered to the queue) and EVENTS new-job events, and prints median and p99.
+``--distros``: every lab carries distro trees (most of four families, for each arch)
+and every queued set needs one of the families (docs/performance.md, "Distro trees
+in the index").
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import argparse
 import random
 import statistics
 import time
+from typing import Any
 
 from labq.domain.priority import Priority
 from labq.domain.requirements import Requirement, parse
@@ -58,6 +62,28 @@ def signatures(n: int, rng: random.Random) -> list[Requirement]:
     return list(seen.values())
 
 
+FAMILIES = ("RedHatEnterpriseLinux9", "RedHatEnterpriseLinux8", "Fedora40", "CentOSStream9")
+ARCHES = ("x86_64", "aarch64", "ppc64le")
+
+
+def lab_trees(rng: random.Random) -> dict[str, list[Any]]:
+    """Per lab, trees of most families for every arch; each family carried somewhere."""
+    from labq.domain.distro import DistroTree  # here: without --distros, runs on older cores
+
+    out: dict[str, list[Any]] = {}
+    for i in range(LABS):
+        lab = f"lab{i}"
+        families = [
+            f for j, f in enumerate(FAMILIES) if j == i % len(FAMILIES) or rng.random() < 0.6
+        ]
+        out[lab] = [
+            DistroTree(lab=lab, name=f"{family}-{arch}", arch=arch, family=family)
+            for family in families
+            for arch in ARCHES
+        ]
+    return out
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -69,9 +95,17 @@ def main() -> None:
     parser.add_argument("--queued", type=int, default=100_000)
     parser.add_argument("--signatures", type=int, default=1000)
     parser.add_argument("--events", type=int, default=2000)
+    parser.add_argument("--distros", action="store_true")
     args = parser.parse_args()
     rng = random.Random(7)
     core = Scheduler(SchedulerConfig(aging_bump_after=3600.0))
+    wanted: list[Any] = [None]
+    if args.distros:
+        from labq.domain.distro import DistroRequirement
+
+        for lab, trees in lab_trees(random.Random(11)).items():
+            core.set_trees(lab, trees, 0.0)
+        wanted = [DistroRequirement.of({"family": f}) for f in FAMILIES]
     ids = iter(range(1, 10**9))
     now = 0.0
     setup = time.perf_counter()
@@ -87,9 +121,10 @@ def main() -> None:
     def new_set(at: float) -> SetSubmission:
         sid, rid = next(ids), next(ids)
         priority = rng.choice(list(Priority))
-        return SetSubmission(
-            sid, sid, (RecipeSubmission(rid, rng.choice(reqs)),), priority=priority, submitted=at
-        )
+        distro = wanted[(sid // 2) % len(wanted)]  # ids go by two: every family in turn
+        extra = {} if distro is None else {"distro": distro}
+        recipe = RecipeSubmission(rid, rng.choice(reqs), **extra)
+        return SetSubmission(sid, sid, (recipe,), priority=priority, submitted=at)
 
     for i in range(args.queued):
         core.submit([new_set(i * 0.01)], i * 0.01)
@@ -98,6 +133,8 @@ def main() -> None:
         f"setup: {args.systems} systems, {args.queued} queued sets, "
         f"{len(core.index.classes)} classes in {time.perf_counter() - setup:.1f} s"
     )
+    met = [len(core.index.classes_of.get(f, ())) for f in core.systems]
+    print(f"classes a system meets: mean {statistics.mean(met):.0f}, max {max(met)}")
 
     pending_times, new_times, started = [], [], 0
     rng.shuffle(running)

@@ -77,15 +77,33 @@ def drop_database(admin: Engine, name: str) -> None:
 # and the dynamic task uids of the isolation tests, which two servers would hand out twice.
 ONE_WORKER = {
     "tests/dispatch/test_ssh.py": "sshd",
+    "tests/dispatch/test_vms.py": "vms",  # one VM at a time: TCG wants both cores
+    "tests/acceptance/test_demo_vms.py": "vms",
     "tests/acceptance/test_isolation.py": "task-uids",
 }
 # Modules whose timing is the point (lab agents' leases of seconds, restarts, partitions): marked
 # ``alone``; scripts/test runs them after the rest, with no other test beside them.
 ALONE = frozenset({"tests/acceptance/test_agents.py"})
+# Modules of long tests (Hypothesis properties of 150-300 examples, 10-30 s each on a quiet
+# core): run first. A worker takes the next test whenever it is free, in collection order,
+# and tests/unit comes last; one of these begun at the end keeps the other worker idle.
+# Modules with a test marked ``slow`` go first too.
+FIRST = frozenset(
+    {
+        "tests/unit/scheduler/test_core_properties.py",
+        "tests/unit/scheduler/test_index.py",
+        "tests/unit/scheduler/test_placement.py",
+        "tests/unit/scheduler/test_backfill_properties.py",
+        "tests/unit/scheduler/test_admission.py",
+        "tests/unit/test_accounting.py",
+    }
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Keep each of :data:`ONE_WORKER`'s modules on one worker; mark :data:`ALONE`'s."""
+    """Keep each of :data:`ONE_WORKER`'s modules on one worker; mark :data:`ALONE`'s; put
+    the modules of long tests (:data:`FIRST`, ``slow``) first, each module kept whole."""
+    first: set[str] = set()
     for item in items:
         module = item.nodeid.split("::", 1)[0]
         group = ONE_WORKER.get(module)
@@ -93,3 +111,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group(name=group))
         if module in ALONE:
             item.add_marker(pytest.mark.alone)
+        if module in FIRST or item.get_closest_marker("slow") is not None:
+            first.add(module)
+    items.sort(key=lambda item: item.nodeid.split("::", 1)[0] not in first)  # stable

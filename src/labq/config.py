@@ -20,6 +20,7 @@ from labq.errors import InputError
 from labq.formats.limits import Limits
 from labq.formats.source import LineMap, load_yaml, read_document, validation_error
 from labq.scheduler.entries import SchedulerConfig
+from labq.vmconfig import VmProvider
 
 Seconds = Annotated[float, Field(gt=0)]
 
@@ -80,6 +81,7 @@ class LabSettings(_Section):
     hooks: Hooks = Hooks()
     ssh: SshBackend = SshBackend()
     local: LocalBackend = LocalBackend()
+    vms: VmProvider | None = None  # VMs made on demand (docs/operations.md § VM providers)
 
 
 class Fetch(_Section):
@@ -122,6 +124,8 @@ class Queue(_Section):
     lock_levels: tuple[str, ...] = DEFAULT_LEVELS
     running_limit: Annotated[int, Field(ge=1)] | None = None  # sets waiting/installing/running
     lab_running_limits: dict[str, Annotated[int, Field(ge=1)]] = Field(default_factory=dict)
+    # plan backfill and reservations on predicted run times (docs/scheduling.md § Predictions)
+    backfill_on_predictions: bool = True
 
 
 class Smtp(_Section):
@@ -190,6 +194,7 @@ def scheduler_config(
         lock_levels=queue.lock_levels,
         running_limit=queue.running_limit,
         lab_running_limits=tuple(sorted(queue.lab_running_limits.items())),
+        backfill_on_predictions=queue.backfill_on_predictions,
     )
 
 

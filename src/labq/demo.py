@@ -57,13 +57,19 @@ STOP_SLACK_SECONDS: Final = 5.0  # past the dispatcher's grace: its SIGKILL has 
 STOP_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM)
 
 
-def run_demo(*, port: int, directory: str | None, keep: bool = False) -> None:
+def run_demo(*, port: int, directory: str | None, keep: bool = False, vms: bool = False) -> None:
     """Set everything up, print how to use it, and serve until SIGINT or SIGTERM.
 
     A directory the demo made is removed at the end unless ``keep``; one it was
-    given (``--dir``) is the caller's and stays.
+    given (``--dir``) is the caller's and stays. ``vms``: the lab has a libvirt VM
+    provider and a job that needs a VM (:mod:`labq.demovms`).
     """
     _check_port(port)
+    if vms:
+        from labq.demovms import check_libvirt
+
+        with tempfile.TemporaryDirectory(prefix="labq-demo-probe-") as probe:
+            check_libvirt(Path(probe) / "vms")
     if directory is not None and (Path(directory) / "labq.db").exists():
         raise LabqError(f"{directory} holds a labq database already: give the demo an empty --dir")
     root = Path(directory or tempfile.mkdtemp(prefix="labq-demo-")).resolve()
@@ -72,7 +78,7 @@ def run_demo(*, port: int, directory: str | None, keep: bool = False) -> None:
     stop = Stop()
     try:
         with stop.on_signals():
-            _serve(root, port, stop, removes=removes)
+            _serve(root, port, stop, removes=removes, vms=vms)
     finally:
         if removes:
             shutil.rmtree(root, ignore_errors=True)
@@ -111,7 +117,7 @@ class Stop(threading.Event):
         self.set()
 
 
-def _serve(root: Path, port: int, stop: Stop, *, removes: bool) -> None:
+def _serve(root: Path, port: int, stop: Stop, *, removes: bool, vms: bool) -> None:
     """Start the server, fill the lab, announce, and serve until ``stop``; then stop
     the web server and everything the scheduler started."""
     import uvicorn
@@ -122,6 +128,10 @@ def _serve(root: Path, port: int, stop: Stop, *, removes: bool) -> None:
 
     url = f"sqlite:///{root / 'labq.db'}"
     settings = Settings(database=url, data_dir=str(root / "data"))
+    if vms:
+        from labq.demovms import lab_settings
+
+        settings = settings.model_copy(update={"labs": lab_settings(LAB)})
     logging.basicConfig(level=logging.WARNING, format="%(name)s %(levelname)s %(message)s")
     base = f"http://{HOST}:{port}"
     server = assemble(settings, url, api_url=base)
@@ -137,8 +147,10 @@ def _serve(root: Path, port: int, stop: Stop, *, removes: bool) -> None:
                 with Client(Connection(base, token)) as client:
                     jobs = populate(client)
                     _wait_ended(client, jobs, stop)
+                    extra = _vm_part(client, settings.data_path(), stop) if vms else None
                 if not stop.is_set():
-                    click.echo(announcement(base, root, token, jobs, removes=removes))
+                    text = announcement(base, root, token, jobs, removes=removes, vms=extra)
+                    click.echo(text)
             while thread.is_alive() and not stop.wait(0.5):
                 pass
             click.echo(f"\nlabq demo: {stop.signal_name or 'the web server ended'}: stopping")
@@ -206,7 +218,8 @@ ENDED: Final = frozenset({"completed", "cancelled", "aborted"})
 
 def populate(client: Client) -> list[int]:
     """The demo lab, its systems, pool, rule and group; then the sample jobs (their ids)."""
-    client.post("/labs", {"name": LAB})
+    if LAB not in {lab["name"] for lab in client.get("/labs")["labs"]}:  # with VMs: made
+        client.post("/labs", {"name": LAB})
     client.post("/pools", {"name": POOL})
     client.post("/groups", {"name": GROUP})
     client.post(f"/groups/{GROUP}/members", {"user": "admin"})
@@ -220,6 +233,19 @@ def populate(client: Client) -> list[int]:
     ]
 
 
+def _vm_part(client: Client, data_dir: Path, stop: Stop) -> tuple[str, list[str]]:
+    """Submit the job that needs a VM and watch it to the end; the announcement's lines
+    about it and the commands to look."""
+    from labq.demovms import Watch, commands, summary, vm_job
+
+    document = vm_job(len(SYSTEMS), GROUP).encode()
+    job_id = int(client.submit(document, content_type="application/yaml", fmt="auto")["id"])
+    click.echo(f"labq demo: job {job_id} needs a VM; watching it (this takes a few minutes)")
+    watch = Watch(data_dir, click.echo)
+    watch.until_done(client, job_id, stop.wait)
+    return summary(watch, job_id), commands(watch, job_id)
+
+
 def _wait_ended(client: Client, jobs: list[int], stop: Stop, *, limit: float = 60.0) -> None:
     """Until the sample jobs have ended (a few seconds; ``limit`` at most): the printed
     commands read their logs, which a task that has not run yet does not have."""
@@ -229,18 +255,30 @@ def _wait_ended(client: Client, jobs: list[int], stop: Stop, *, limit: float = 6
             return
 
 
-def announcement(base: str, root: Path, token: str, jobs: list[int], *, removes: bool) -> str:
+def announcement(
+    base: str,
+    root: Path,
+    token: str,
+    jobs: list[int],
+    *,
+    removes: bool,
+    vms: tuple[str, list[str]] | None = None,
+) -> str:
     """What the demo prints once it runs: where, how to log in, and commands that work as
-    pasted into a new shell (its first line puts this ``labq`` on PATH)."""
+    pasted into a new shell (its first line puts this ``labq`` on PATH). ``vms``: the
+    lines about the VM job and its commands (``--vms``)."""
     hello = resources.files("labq").joinpath("examples", JOBS[0])
     ending = f"removes {root}" if removes else f"keeps {root}"
+    vm_lines, vm_commands = vms if vms is not None else ("", [])
+    vm = f"\n  Lab {LAB!r} also makes one small VM on demand (libvirt):\n{vm_lines}" if vms else ""
+    more = "".join(f"\n  {command}" for command in vm_commands)
     return f"""labq demo is running.
 
 Web UI: {base}/ui/ (the HTTP API is under {base}/api/v1)
   Log in as admin by pasting the token below into the login page's token field.
   Lab {LAB!r}: {", ".join(s["fqdn"] for s in SYSTEMS)}, local systems whose tasks run
   on this host (local backend); pool {POOL!r} is open to group {GROUP!r}.
-  Jobs {", ".join(str(j) for j in jobs)} are submitted. Database, workspaces and logs: {root}
+  Jobs {", ".join(str(j) for j in jobs)} are submitted. Database, workspaces and logs: {root}{vm}
 
 The admin's token (shown only now):
   {token}
@@ -254,7 +292,7 @@ and tells it where the server is and the token):
   labq job logs {jobs[0]}
   labq system list --lab {LAB}
   labq queue
-  labq job submit --wait {shlex.quote(str(hello))}
+  labq job submit --wait {shlex.quote(str(hello))}{more}
 
 'labq job logs {jobs[0]} {FIRST_TASK}' prints what task {FIRST_TASK!r} wrote; without a task it
 lists the job's log files, any of which it prints by name.

@@ -92,3 +92,7 @@ class LeadershipLost(ConflictError):  # noqa: N818 - the name says what happened
 
 class ClaimLost(ConflictError):  # noqa: N818 - the name says what happened
     """This supervisor's claim on its set is gone (another holds it, or the set ended)."""
+
+
+class ProviderError(LabqError):
+    """A VM provider could not make, reach or destroy a VM; the message is its reason."""

@@ -12,6 +12,7 @@ import logging
 import os
 import socket
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from labq import datadir
 from labq.config import Settings
 from labq.datadir import DatabaseLock
 from labq.dispatch.dispatcher import Dispatcher
-from labq.domain.queue import QueueRow
+from labq.domain.queue import QueueRow, SetForecast
 from labq.entrance import Entrance
 from labq.service import bridge
 from labq.service.housekeeping import Housekeeper
@@ -143,7 +144,11 @@ def assemble(settings: Settings, url: str | None = None, *, api_url: str | None 
             lock.release()
         engine.dispose()
         raise
-    events = EventRouter(None if sqlite else engine, lambda: _standby_queue(engine, settings))
+    events = EventRouter(
+        None if sqlite else engine,
+        lambda: _standby_queue(engine, settings),
+        lambda: _standby_forecasts(engine, settings),
+    )
     server = Server(url, engine, settings, events, api_url=api_url, database_lock=lock)
     if sqlite:
         server.lead()
@@ -204,6 +209,16 @@ def _standby_queue(engine: Engine, settings: Settings) -> list[QueueRow]:
     with reading(engine) as repo:
         core = bridge.rebuild(repo, settings.scheduler())
     return rows(core, utcnow())
+
+
+def _standby_forecasts(engine: Engine, settings: Settings) -> Mapping[int, SetForecast]:
+    """The forecasts as a standby makes them: on a scheduler rebuilt from the database, with
+    the predictions learnt from the history it keeps."""
+    from labq.service.forecasting import forecasts
+
+    with reading(engine) as repo:
+        core = bridge.rebuild(repo, settings.scheduler())
+        return forecasts(repo, core, utcnow())
 
 
 def connection_limits(settings: Settings) -> ConnectionLimits:

@@ -28,7 +28,13 @@ from typing import Any
 import httpx
 from sqlalchemy import create_engine, text
 
-from tests.acceptance.conftest import free_port, labq_command, wait_until_up
+from tests.acceptance.conftest import (
+    free_port,
+    from_template,
+    labq_command,
+    labq_init,
+    wait_until_up,
+)
 
 FINAL = ("completed", "aborted", "cancelled")
 ORPHAN_GRACE = 10.0  # seconds a supervisor may take to exit after its set's last report
@@ -95,11 +101,7 @@ class Lab:
     # --- servers -----------------------------------------------------------------
 
     def start(self) -> None:
-        init = subprocess.run(
-            [*labq_command(), "init"], env=self.env, capture_output=True, text=True, check=False
-        )
-        assert init.returncode == 0, init.stderr
-        self.token = init.stdout.strip().splitlines()[-1]
+        self.token = from_template(self.env["LABQ_DB"]) or labq_init(self.env)
         for index in range(len(self.ports)):
             self.launch(index)
         with self.client(0) as client:

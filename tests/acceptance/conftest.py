@@ -1,3 +1,4 @@
+import atexit
 import itertools
 import os
 import shutil
@@ -5,6 +6,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -67,18 +69,23 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_until_up(url: str, proc: subprocess.Popen[str], log: Path, timeout: float = 30) -> None:
-    """Poll ``/api/v1/health`` until it answers 200; fail with the log if the process dies."""
+def wait_until_up(url: str, proc: subprocess.Popen[str], log: Path, timeout: float = 120) -> None:
+    """Poll ``/api/v1/health`` until it answers 200; fail with the log if the process dies.
+    Generous: on a loaded machine a server's imports alone took 25 s and its first answer
+    more than the 30 s this used to allow (the wait ends as soon as it answers)."""
     deadline = time.monotonic() + timeout
-    while True:
-        try:
-            if httpx.get(f"{url}/api/v1/health", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        assert proc.poll() is None, log.read_text()
-        assert time.monotonic() < deadline, "the server did not come up"
-        time.sleep(0.2)
+    # one client for every try: each new one loads the CA bundle (~60 ms of CPU), which
+    # polling a starting server five times a second made 1.5 s per server
+    with httpx.Client(timeout=2) as client:
+        while True:
+            try:
+                if client.get(f"{url}/api/v1/health").status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            assert proc.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, "the server did not come up"
+            time.sleep(0.2)
 
 
 @dataclass
@@ -101,6 +108,92 @@ class Running:
     pid: int = 0
 
 
+def labq_init(env: dict[str, str]) -> str:
+    """``labq init`` in ``env``: the first admin's token it prints."""
+    init = subprocess.run(
+        [*labq_command(), "init"], env=env, capture_output=True, text=True, check=False
+    )
+    assert init.returncode == 0, init.stderr
+    return init.stdout.strip().splitlines()[-1]
+
+
+# Each test worker runs the real ``labq init`` once per kind of database and copies what it
+# made: init costs seconds of CPU (its imports and fourteen migrations), and a server per
+# test made it a tenth of the suite. ``tests/acceptance/test_cli_init.py`` and the
+# installation tests run it themselves.
+_templates: dict[str, tuple[str, str]] = {}  # kind -> (template database, its admin's token)
+
+
+def from_template(database: str) -> str | None:
+    """Make ``database`` (a SQLite file not there yet, or a PostgreSQL database just
+    created and still empty) a copy of this worker's initialised one: the first admin's
+    token. None when it is neither: ``labq init`` must run on it."""
+    url = make_url(database)
+    if url.get_backend_name() == "sqlite":
+        target = Path(url.database or "")
+        if not url.database or target.exists():
+            return None
+        template, token = _template("sqlite")
+        shutil.copyfile(template, target)
+        return token
+    if url.get_backend_name() != "postgresql" or not _empty_pg(database):
+        return None
+    template, token = _template("postgresql")
+    name = url.database
+    _pg_admin(f'DROP DATABASE "{name}"', f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
+    return token
+
+
+def _template(kind: str) -> tuple[str, str]:
+    if kind not in _templates:
+        home = Path(tempfile.mkdtemp(prefix="labq-template-"))
+        if kind == "sqlite":
+            where = str(home / "template.db")
+            url = f"sqlite:///{where}"
+        else:
+            where = f"labq_template_{os.getpid()}"
+            url = make_url(PG_URL).set(database=where).render_as_string(hide_password=False)
+            _create_pg(where)
+        atexit.register(shutil.rmtree, home, ignore_errors=True)
+        if kind != "sqlite":
+            atexit.register(_drop_pg, where)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LABQ_")}
+        env.update(LABQ_DB=url, LABQ_DATA_DIR=str(home / "data"), HOME=str(home))
+        _templates[kind] = (where, labq_init(env))
+    return _templates[kind]
+
+
+def _create_pg(name: str) -> None:
+    _pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)', f'CREATE DATABASE "{name}"')
+
+
+def _drop_pg(name: str) -> None:
+    _pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _pg_admin(*statements: str) -> None:
+    """Run ``statements`` (each outside a transaction, as CREATE DATABASE must) on ``PG_URL``."""
+    admin = create_engine(make_url(PG_URL), isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            for statement in statements:
+                conn.execute(text(statement))
+    finally:
+        admin.dispose()
+
+
+def _empty_pg(database: str) -> bool:
+    engine = create_engine(make_url(database))
+    try:
+        with engine.connect() as conn:
+            tables = conn.execute(
+                text("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'")
+            ).scalar_one()
+            return tables == 0
+    finally:
+        engine.dispose()
+
+
 @contextmanager
 def running_server(
     database: str, *, data: Path, home: Path, log: Path, config: Path | None = None
@@ -111,11 +204,9 @@ def running_server(
     env.update(LABQ_DB=database, LABQ_DATA_DIR=str(data), HOME=str(home))
     if config is not None:
         env["LABQ_CONFIG"] = str(config)
-    init = subprocess.run(
-        [*labq_command(), "init"], env=env, capture_output=True, text=True, check=False
-    )
-    assert init.returncode == 0, init.stderr
-    token = init.stdout.strip().splitlines()[-1]
+    token = from_template(database)
+    if token is None:
+        token = labq_init(env)
     port = free_port()
     with open(log, "w") as out:
         proc = subprocess.Popen(
@@ -143,17 +234,25 @@ def running_server(
                 kill_under(data)
 
 
-@pytest.fixture
-def live_server(tmp_path):
-    """``labq init`` then ``labq server`` on a free port; stopped with SIGTERM afterwards."""
+@contextmanager
+def sqlite_server(tmp_path: Path, config: Path | None = None) -> Iterator[LiveServer]:
+    """A server on SQLite with everything under ``tmp_path`` (``config``: its settings)."""
     data = tmp_path / "server-data"
     with running_server(
         f"sqlite:///{tmp_path / 'server.db'}",
         data=data,
         home=tmp_path / "server-home",
         log=tmp_path / "server.log",
+        config=config,
     ) as running:
         yield LiveServer(running.url, running.token, data)
+
+
+@pytest.fixture
+def live_server(tmp_path):
+    """``labq init`` then ``labq server`` on a free port; stopped with SIGTERM afterwards."""
+    with sqlite_server(tmp_path) as server:
+        yield server
 
 
 # --- a labq server on SQLite or PostgreSQL, driven over HTTP and by the CLI -------------

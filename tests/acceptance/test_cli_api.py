@@ -170,6 +170,10 @@ def test_tables_without_json(as_user):
     token = as_user("token", "create", "shown-once").stdout.strip().splitlines()
     assert token[-1].startswith("lq_")
     assert "lq_" not in as_user("token", "list").stdout
+    # an empty queue asked without a filter is not "filtered"
+    assert "no set waits" in as_user("queue").stdout
+    assert "(filtered)" not in as_user("queue").stdout
+    assert "no set waits (filtered)" in as_user("queue", "--owner", "nobody").stdout
 
 
 def test_submit_wait_exit_codes(as_user, tmp_path):

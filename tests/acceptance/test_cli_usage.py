@@ -41,7 +41,10 @@ def test_a_usage_error_is_one_line(labq, args, words) -> None:
 
 
 def _leaves(group: click.Group, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
-    for name, command in sorted(group.commands.items()):
+    ctx = click.Context(group)  # the groups labq imports on first use are listed too
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        assert command is not None, name
         if isinstance(command, click.Group):
             yield from _leaves(command, (*path, name))
         else:

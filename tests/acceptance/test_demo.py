@@ -115,8 +115,10 @@ def test_a_stop_ends_the_supervisors_and_tasks_and_removes_the_directory(tmp_pat
         token = _printed_token(demo)
         _submit_and_wait_running(demo.url, token, LONG_JOB)
         root = _printed_directory(demo)
-        started = _processes_under(root)
-        # found by its command line: in a PID namespace the task's own $$ is not the host's
+        # the job reads running as its recipe starts, a moment before the task's command
+        # is exec'd: wait for the process (found by its command line: in a PID namespace
+        # the task's own $$ is not the host's)
+        started = _wait_for_processes(root, "sleep 300.25")
         (task,) = (pid for pid, command in started.items() if command.startswith("sleep 300.25"))
         assert any("supervisor" in command for command in started.values()), started
         demo.proc.send_signal(stop)
@@ -197,6 +199,17 @@ def _submit_and_wait_running(url: str, token: str, job: str) -> None:
         while client.get(f"/jobs/{job_id}").json()["state"] != "running":
             assert time.monotonic() < deadline, "the long job never ran"
             time.sleep(0.2)
+
+
+def _wait_for_processes(root: Path, command: str) -> dict[int, str]:
+    """:func:`_processes_under` once one of them runs ``command``."""
+    deadline = time.monotonic() + 60
+    while True:
+        found = _processes_under(root)
+        if any(line.startswith(command) for line in found.values()):
+            return found
+        assert time.monotonic() < deadline, f"no {command!r} under {root}: {found}"
+        time.sleep(0.2)
 
 
 def _processes_under(root: Path) -> dict[int, str]:

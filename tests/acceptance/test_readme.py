@@ -291,13 +291,14 @@ def test_the_command_line_section_and_the_five_verbs_as_printed(demo_run, tmp_pa
 
 def wait_until_answers(url: str, proc: subprocess.Popen[str], log: Path) -> None:
     deadline = time.monotonic() + 120
-    while True:
-        with contextlib.suppress(httpx.TransportError):
-            if httpx.get(f"{url}/api/v1/health", timeout=2).status_code == 200:
-                return
-        assert proc.poll() is None, log.read_text()
-        assert time.monotonic() < deadline, log.read_text()
-        time.sleep(0.2)
+    with httpx.Client(timeout=2) as client:  # one for every try (see wait_until_up)
+        while True:
+            with contextlib.suppress(httpx.TransportError):
+                if client.get(f"{url}/api/v1/health").status_code == 200:
+                    return
+            assert proc.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
 
 
 # --- "Using it" and the simulator ---------------------------------------------------------

@@ -22,7 +22,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from labq.dispatch.procs import process_alive
-from tests.acceptance.conftest import free_port, labq_command
+from tests.acceptance.conftest import free_port, from_template, labq_command, labq_init
 
 SETTINGS = """
 consistency_every: 1
@@ -54,6 +54,8 @@ recipe_sets:
 class LabServer:
     """``labq server`` processes over one database and one data directory."""
 
+    up_within = 30.0  # seconds a server may take to answer its health endpoint
+
     def __init__(self, url: str, root: Path, *, settings: str = SETTINGS):
         self.url = url
         self.root = root
@@ -63,11 +65,7 @@ class LabServer:
         self.config = config
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("LABQ_")}
         self.env.update(LABQ_DB=url, LABQ_DATA_DIR=str(self.data), HOME=str(root))
-        init = subprocess.run(
-            [*labq_command(), "init"], env=self.env, capture_output=True, text=True, check=False
-        )
-        assert init.returncode == 0, init.stderr
-        self.token = init.stdout.strip().splitlines()[-1]
+        self.token = from_template(url) or labq_init(self.env)
         self.procs: list[subprocess.Popen[bytes]] = []
         self.clients: list[httpx.Client] = []
         self.logs: list[Path] = []
@@ -91,7 +89,7 @@ class LabServer:
         self.procs.append(proc)
         self.clients.append(client)
         self.logs.append(log_path)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + self.up_within
         while True:
             try:
                 if client.get("/health").status_code == 200:

@@ -27,7 +27,7 @@ from labq.domain.events import (
 )
 from labq.domain.model import System
 from labq.domain.priority import Priority
-from labq.domain.queue import QueueRow
+from labq.domain.queue import QueueRow, SetForecast
 from labq.domain.states import Condition, RecipeState
 from labq.errors import NotFoundError
 from labq.formats.limits import Limits
@@ -70,6 +70,7 @@ class Recorder:
     engine: Engine
     calls: list[tuple[Event, bool]] = field(default_factory=list)
     rows: list[QueueRow] = field(default_factory=list)
+    forecast: dict[int, SetForecast] = field(default_factory=dict)
 
     def post(self, event: Event) -> None:
         self.calls.append((event, self._committed(event)))
@@ -98,6 +99,9 @@ class Recorder:
 
     def queue_view(self) -> list[QueueRow]:
         return self.rows
+
+    def forecasts(self) -> dict[int, SetForecast]:
+        return self.forecast
 
     def names(self) -> list[str]:
         return [type(event).__name__ for event, _ in self.calls]

@@ -88,10 +88,11 @@ class Live:
             ]
 
     def waits_for(self, job_id: int) -> str | None:
+        set_id = self.set_of(job_id)  # a request: never under the service's lock (it takes it)
         with self.service.lock:
             core = self.service.core
             assert core is not None
-            return core.waits_for(core.sets[self.set_of(job_id)])
+            return core.waits_for(core.sets[set_id])
 
     def run(self, job_id: int, final: RecipeState = RecipeState.COMPLETED) -> None:
         """The job's set runs and ends ``final``; its supervisor exits."""

@@ -284,8 +284,15 @@ def test_a_surrogate_escape_outside_double_quotes_is_kept_as_written(any_lab: La
 UNSTORABLE = st.sampled_from(["\x00", "\ud800", "\udbff", "\udc00", "\udfff"])
 
 
+# A document holding both a surrogate escape and a character of U+E800-U+EFFF (the
+# escapes' stand-ins) is refused as a whole, by line (tests/unit/test_yamltree.py): no fill
+# from that range, or the refusal would name no place.
+_STAND_INS = "".join(chr(code) for code in range(0xE800, 0xF000))
+
+
 def _hostile(text: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
-    fill = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=5)
+    chars = st.characters(codec="utf-8", exclude_characters="\x00" + _STAND_INS)
+    fill = st.text(chars, max_size=5)
     return st.builds(lambda a, bad, b: a + bad + b, fill, text, fill)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from labq.domain.events import JobsCancelled, JobSubmitted, PriorityChanged
@@ -189,8 +191,58 @@ def test_queue_reads_the_scheduler(lab: Lab) -> None:
                 "group": None,
                 "whiteboard": "smoke",
                 "run": None,
+                "forecast": None,
             }
         ]
     }
     assert lab.get("/queue", owner="bob").json() == {"queue": []}
     assert len(lab.get("/queue", whiteboard="SM*").json()["queue"]) == 1
+
+
+def test_forecasts_reach_the_queue_the_job_and_the_job_list(lab: Lab) -> None:
+    from labq.domain.queue import QueueRow, SetForecast
+
+    job = submit(lab, "alice", whiteboard="nightly")
+    set_id = lab.get(f"/jobs/{job}").json()["current_sets"][0]
+    lab.events.rows = [QueueRow(set_id, job, 1, "normal", "normal", 5.0, "none", None)]
+    start = 1_795_000_000.4  # a moment with a fraction: shown to the second
+    lab.events.forecast = {
+        set_id: SetForecast(set_id, start, start + 5100, 5100.2, 300, 23, 5100, "source")
+    }
+    expected = {
+        "set_id": set_id,
+        "running": False,
+        "start_at": "2026-11-18T11:06:40Z",
+        "end_at": "2026-11-18T12:31:40Z",
+        "prediction": {
+            "seconds": 5100,
+            "spread": 300,
+            "runs": 23,
+            "median": 5100,
+            "basis": "source",
+        },
+        "basis_text": "23 earlier runs of this job, median 1 h 25 min",
+    }
+    (row,) = lab.get("/queue").json()["queue"]
+    assert _utc(row["forecast"]) == expected
+    assert [_utc(f) for f in lab.get(f"/jobs/{job}").json()["forecasts"]] == [expected]
+    (listed,) = lab.get("/jobs", whiteboard="nightly").json()["jobs"]
+    assert [_utc(f) for f in listed["forecasts"]] == [expected]
+    lab.events.forecast = {set_id: SetForecast(set_id, None, None, 7200, 0, 0, None, "max_time")}
+    (row,) = lab.get("/queue").json()["queue"]
+    assert (row["forecast"]["start_at"], row["forecast"]["basis_text"]) == (
+        None,
+        "no earlier runs; from max_time 2 h",
+    )
+
+
+def _utc(forecast: dict[str, Any]) -> dict[str, Any]:
+    """The forecast with its times in one spelling of UTC."""
+    return {
+        **forecast,
+        **{
+            k: forecast[k].replace("+00:00", "Z")
+            for k in ("start_at", "end_at")
+            if forecast[k] is not None
+        },
+    }

@@ -110,6 +110,7 @@ def test_openapi_has_a_tag_per_router(lab: Lab) -> None:
     assert tags == {
         "health",
         "labs",
+        "distros",
         "systems",
         "pools",
         "users",

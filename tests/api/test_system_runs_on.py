@@ -14,6 +14,16 @@ from labq.store import make_engine, transaction
 from labq.webapp import create_app
 from tests.api.conftest import API, T0, Clock, Recorder, TestClient, seed
 
+HOOK = ["true"]
+CLOUD = {
+    "kind": "command",
+    "max_vms": 2,
+    "max_vcpus": 4,
+    "max_memory": 4096,
+    "sizes": [{"name": "small", "cpus": 1, "memory": 1024}],
+    "command": {"create": HOOK, "destroy": HOOK, "list": HOOK},
+}
+
 
 @pytest.fixture
 def client(template: Path, tmp_path: Path) -> Iterator[tuple[TestClient, str]]:
@@ -23,12 +33,16 @@ def client(template: Path, tmp_path: Path) -> Iterator[tuple[TestClient, str]]:
     settings = Settings.model_validate(
         {
             "data_dir": str(tmp_path / "data"),
-            "labs": {"rack": {"backend": "ssh", "ssh": {"user": "qa"}}, "bench": {}},
+            "labs": {
+                "rack": {"backend": "ssh", "ssh": {"user": "qa"}},
+                "bench": {},
+                "cloud": {"vms": CLOUD},
+            },
         }
     )
     token = seed(engine)["root"]
     with transaction(engine) as repo:
-        for name in ("rack", "bench", "remote"):
+        for name in ("rack", "bench", "remote", "cloud"):
             repo.systems.add_lab(name, actor="root", now=T0)
         repo.agents.create_agent("far", ["remote"], now=T0, actor="root")
     app = create_app(engine, settings, Recorder(engine), clock=Clock())
@@ -40,21 +54,23 @@ def client(template: Path, tmp_path: Path) -> Iterator[tuple[TestClient, str]]:
 
 
 @pytest.mark.parametrize(
-    ("lab", "backend", "words"),
+    ("lab", "attributes", "backend", "words"),
     [
-        ("lab1", "local", "local backend (lab 'lab1' has no backend configured), not on s9.x"),
-        ("bench", "local", "local backend (lab 'bench' is set to it), not on s9.x"),
-        ("rack", "ssh", "runs tasks on s9.x over ssh as qa"),
-        ("remote", "agent", "lab 'remote' is served by a lab agent"),
+        ("lab1", {}, "local", "local backend (lab 'lab1' has no backend configured), not on s9.x"),
+        ("bench", {}, "local", "local backend (lab 'bench' is set to it), not on s9.x"),
+        ("rack", {}, "ssh", "runs tasks on s9.x over ssh as qa"),
+        ("remote", {}, "agent", "lab 'remote' is served by a lab agent"),
+        ("cloud", {"vm_size": "small"}, "command", "from the lab's command provider"),
+        ("cloud", {}, "local", "local backend (lab 'cloud' is set to it)"),
     ],
 )
 def test_the_answer_says_where_the_labs_tasks_run(
-    client: tuple[TestClient, str], lab: str, backend: str, words: str
+    client: tuple[TestClient, str], lab: str, attributes: dict[str, str], backend: str, words: str
 ) -> None:
     test_client, token = client
     answer = test_client.post(
         f"{API}/systems",
-        json={"fqdn": "s9.x", "lab": lab},
+        json={"fqdn": "s9.x", "lab": lab, "attributes": attributes},
         headers={"Authorization": f"Bearer {token}"},
     )
     assert answer.status_code == 201, answer.text

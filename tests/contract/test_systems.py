@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime
+
 import pytest
+from sqlalchemy import URL, text
 
 from labq.domain.inventory import Inventory, parse_inventory
 from labq.domain.model import System
 from labq.domain.states import Condition, Usage
 from labq.domain.usage import UsageRecord
 from labq.errors import ConflictError, IllegalTransition, NotFoundError
-from labq.store import Repository, epoch
+from labq.store import Repository, epoch, make_engine
+from tests.conftest import pg_copy
 
-from .conftest import ADMIN, at
+from .conftest import ADMIN, Database, at
 
 
 def test_an_automated_system_starts_idle_then_pending(seeded: Repository) -> None:
@@ -151,3 +158,66 @@ def test_a_system_knows_when_it_was_added(seeded: Repository) -> None:
     s1 = seeded.systems.get_system("s1.lab")
     assert s1.added == "2026-01-01T00:00:00Z"  # the seed adds everything at the tests' epoch
     assert s1.facts()["added"] == s1.added
+
+
+MAKERS: dict[str, Callable[[Repository, str, datetime], int]] = {
+    "lab": lambda repo, name, now: repo.systems.add_lab(name, actor=ADMIN, now=now),
+    "pool": lambda repo, name, now: repo.access.add_pool(name, actor=ADMIN, now=now),
+}
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("kind", MAKERS)
+def test_a_name_made_by_another_transaction_since_we_looked_is_a_conflict(
+    pg_server: URL, kind: str
+) -> None:
+    """A leader makes the labs and pools of its VM slots while an admin may be adding the
+    same one: the loser's insert waits on the unique index and must come out as 409's
+    ConflictError, not 500. (PostgreSQL only: SQLite lets one writer in at a time.)"""
+    with pg_copy(pg_server) as url:
+        engine = make_engine(url)
+        try:
+            _race(Database(url, engine), MAKERS[kind])
+        finally:
+            engine.dispose()
+
+
+def _race(db: Database, make: Callable[[Repository, str, datetime], int]) -> None:
+    outcome: list[BaseException | int] = []
+    with db.engine.connect() as other:
+        other.begin()
+        make(Repository(other), "new9", at(0))  # not committed
+        with db.engine.connect() as mine:
+            mine.begin()
+
+            def add() -> None:  # looks, sees nothing, then waits on the other's insert
+                try:
+                    outcome.append(make(Repository(mine), "new9", at(1)))
+                except BaseException as exc:
+                    outcome.append(exc)
+
+            adding = threading.Thread(target=add)
+            adding.start()
+            _wait_for_lock_wait(db)
+            other.commit()
+            adding.join(timeout=60)
+            mine.rollback()
+    assert len(outcome) == 1, outcome
+    assert isinstance(outcome[0], ConflictError), outcome
+
+
+def _wait_for_lock_wait(db: Database) -> None:
+    """Until a backend of this database waits for a lock (the second insert)."""
+    with db.engine.connect() as probe:
+        for _ in range(600):
+            waiting = probe.execute(
+                text(
+                    "SELECT count(*) FROM pg_stat_activity"
+                    " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+                )
+            ).scalar_one()
+            if waiting:
+                return
+            probe.rollback()
+            time.sleep(0.1)
+    raise AssertionError("the second insert never waited on the first")

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from labq.dispatch import LocalBackend, RecipePlan, SetPlan, SystemInfo, TaskPlan
+from labq.dispatch.backends.local import LocalBackend
+from labq.dispatch.plan import RecipePlan, SetPlan, SystemInfo, TaskPlan
 from labq.domain.states import RecipeState
 
 GRACE = 0.5

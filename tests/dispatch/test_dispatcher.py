@@ -122,8 +122,11 @@ def test_a_supervisor_holds_no_secret_where_a_task_can_read_it(
         for secret in (lab.url, claim, "lq_the_admins_own_token"):
             assert secret not in task_env
         for process in _processes_of(pid):
-            environ = Path(f"/proc/{process}/environ").read_bytes()
-            cmdline = Path(f"/proc/{process}/cmdline").read_bytes()
+            try:
+                environ = Path(f"/proc/{process}/environ").read_bytes()
+                cmdline = Path(f"/proc/{process}/cmdline").read_bytes()
+            except (FileNotFoundError, ProcessLookupError):
+                continue  # gone since it was listed (the task's loop starts a sleep at a time)
             for secret in (lab.url, claim, "lq_the_admins_own_token"):
                 assert secret.encode() not in environ, f"pid {process}'s environment"
                 assert secret.encode() not in cmdline, f"pid {process}'s command line"
@@ -283,8 +286,11 @@ def _processes_of(root: int) -> list[int]:
     while todo:
         pid = todo.pop()
         out.append(pid)
-        for task in Path(f"/proc/{pid}/task").iterdir():
-            todo += [int(c) for c in (task / "children").read_text().split()]
+        try:
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # it ended while we looked: its children are re-parented, not ours
     return out
 
 

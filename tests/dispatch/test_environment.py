@@ -1,7 +1,7 @@
 import pytest
 
-from labq.dispatch import PlanError, RecipePlan, SetPlan, check_plan, role_variable
-from labq.dispatch.environment import role_members, task_environment
+from labq.dispatch.environment import check_plan, role_members, role_variable, task_environment
+from labq.dispatch.plan import PlanError, RecipePlan, SetPlan
 
 from .conftest import system, task
 

@@ -3,7 +3,7 @@
 import time
 from collections import defaultdict
 
-from labq.dispatch import run_set
+from labq.dispatch.runner import run_set
 from labq.domain.states import RecipeState, Result
 
 from .conftest import RecordingReporter, one_recipe, task

@@ -11,8 +11,9 @@ from collections import defaultdict
 
 import pytest
 
-from labq.dispatch import RecipePlan, SetPlan, TaskPlan, run_set
 from labq.dispatch.fetch import FetchError, FetchOptions, fetch_task, rewrite
+from labq.dispatch.plan import RecipePlan, SetPlan, TaskPlan
+from labq.dispatch.runner import run_set
 from labq.dispatch.taskdir import TaskDirError, parse_time, read_task_dir
 from labq.domain.states import RecipeState, Result
 

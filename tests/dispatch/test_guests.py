@@ -8,8 +8,9 @@ from collections import defaultdict
 
 import pytest
 
-from labq.dispatch import GuestPlan, HookedBackend, HookSet, RecipePlan, SetPlan, run_set
-from labq.dispatch.hooks import HookError, render
+from labq.dispatch.hooks import HookedBackend, HookError, HookSet, render
+from labq.dispatch.plan import GuestPlan, RecipePlan, SetPlan
+from labq.dispatch.runner import run_set
 from labq.domain.states import RecipeState, Result
 
 from .conftest import GRACE, set_logs, system, task, workspace

@@ -1,7 +1,7 @@
 import pytest
 
 from labq.config import Hooks
-from labq.dispatch import HookError, HookSet, render, run_hook
+from labq.dispatch.hooks import HookError, HookSet, render, run_hook
 
 from .conftest import system
 

@@ -2,8 +2,8 @@ import threading
 
 import pytest
 
-from labq.dispatch import PlanError, Workspace
 from labq.dispatch.logs import MaskedLog
+from labq.dispatch.plan import PlanError, Workspace
 from labq.dispatch.procs import process_alive
 
 from .conftest import system

@@ -5,17 +5,12 @@ from collections import defaultdict
 
 import pytest
 
-from labq.dispatch import (
-    WARN_EXIT,
-    HookedBackend,
-    HookSet,
-    PlanError,
-    RecipePlan,
-    SetPlan,
-    check_plan,
-    run_set,
-)
+from labq.dispatch.environment import check_plan
+from labq.dispatch.hooks import HookedBackend, HookSet
+from labq.dispatch.plan import PlanError, RecipePlan, SetPlan
 from labq.dispatch.procs import process_alive
+from labq.dispatch.results import WARN_EXIT
+from labq.dispatch.runner import run_set
 from labq.domain.states import RecipeState, Result
 
 from .conftest import (
@@ -146,7 +141,7 @@ def test_max_time_aborts_everything_archives_logs_then_cleans_up(data_dir, repor
     hook.write_text(f'#!/bin/sh\necho "cleanup-hook $1" >> {calls}\n')
     hook.chmod(0o755)
 
-    from labq.dispatch import LocalBackend
+    from labq.dispatch.backends.local import LocalBackend
 
     class Recording(HookedBackend):
         def collect_logs(self, system, dest):

@@ -13,16 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from labq.dispatch import (
-    RecipePlan,
-    SetPlan,
-    SshBackend,
-    SshError,
-    SshOptions,
-    SystemInfo,
-    Workspace,
-    run_set,
-)
+from labq.dispatch.backends.ssh import SshBackend, SshError, SshOptions
+from labq.dispatch.plan import RecipePlan, SetPlan, SystemInfo, Workspace
+from labq.dispatch.runner import run_set
 from labq.domain.states import RecipeState, Result
 
 from .conftest import git_out, task
@@ -219,7 +212,8 @@ def test_a_missing_known_hosts_file_is_an_error_not_an_open_door(tmp_path):
 DRIVER = """
 import sys, threading
 from pathlib import Path
-from labq.dispatch import SshBackend, SshOptions, SystemInfo
+from labq.dispatch.backends.ssh import SshBackend, SshOptions
+from labq.dispatch.plan import SystemInfo
 options = SshOptions(user=sys.argv[1], port=int(sys.argv[2]), identity_file=sys.argv[3],
                      known_hosts=sys.argv[4], workspace=sys.argv[5], boot_timeout=1)
 backend = SshBackend(options, grace=0.5)

@@ -2,7 +2,7 @@
 
 import threading
 
-from labq.dispatch import RecipePlan, SetPlan
+from labq.dispatch.plan import RecipePlan, SetPlan
 from labq.dispatch.steps import StepGate
 from labq.dispatch.supervisor import task_steps
 from labq.domain.states import RecipeState, Result

@@ -1,7 +1,6 @@
 import pytest
 
-from labq.dispatch import RefError, checkout, resolve_ref
-from labq.dispatch.workspace import cached_checkout
+from labq.dispatch.workspace import RefError, cached_checkout, checkout, resolve_ref
 
 from .conftest import git, git_out
 

@@ -7,6 +7,7 @@ subclass of :class:`~labq.scheduler.core.Scheduler` (its ``*_class`` attributes)
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 
 from labq.domain.model import AccessPolicy
 from labq.domain.priority import Priority
@@ -17,6 +18,7 @@ from labq.scheduler.core import Scheduler
 from labq.scheduler.entries import SchedulerConfig, SetEntry
 from labq.scheduler.holds import Holds
 from labq.scheduler.lockline import Keeper
+from labq.scheduler.placement import Placer
 from labq.scheduler.weights import Weights
 
 
@@ -149,3 +151,23 @@ class _StaleDueCore(Scheduler):
 def stale_due(config: SchedulerConfig, access: AccessPolicy) -> Scheduler:
     """The core with :class:`StaleDue` as its keeper."""
     return _StaleDueCore(config, access)
+
+
+class VmsFirstPlacer(Placer):
+    """Takes VM slots before machines (a VM made while a machine idles)."""
+
+    def _physical_first(
+        self, pool: AbstractSet[str], count: int, avoid: AbstractSet[str]
+    ) -> list[str]:
+        return sorted(pool, key=lambda f: (f not in self.virtual, f))[:count]
+
+
+class _VmsFirstCore(Scheduler):
+    def __init__(self, config: SchedulerConfig, access: AccessPolicy) -> None:
+        super().__init__(config, access)
+        self._placer.__class__ = VmsFirstPlacer  # the parts share this one placer
+
+
+def vms_first(config: SchedulerConfig, access: AccessPolicy) -> Scheduler:
+    """The core with VM slots preferred to machines."""
+    return _VmsFirstCore(config, access)

@@ -139,4 +139,66 @@ WHOLE_LAB = Lab(
     drain=5,  # sets one after another behind the locks: the queue needs 5 instants to drain
 )
 
-SUITE = (GANG, POOLED, ADMIN, ABBA, RESERVE, LOCKS, MOVE, WHOLE_LAB)
+# Backfill on predictions: a holder's reservation counts on a running set's prediction, a
+# set may backfill on its own; the explorer ends each set at any instant, so predictions come
+# out right, short (the set is raised as EASY++ does) or long.
+PREDICTED = Lab(
+    "predicted",
+    {
+        "config": {"queue": {"backfill_on_predictions": True}},
+        "systems": systems("east", ["a1", "a2"]),
+        "jobs": [
+            job("first", 1, max_time=4, predicted=1),
+            job("wide", 2, priority="high"),
+            job("narrow", 1, max_time=3, predicted=1),
+        ],
+    },
+    horizon=1,
+    drain=7,  # a backfill that outlives its prediction runs to its max_time before wide starts
+)
+
+# Distro trees per lab (issue 24): east carries RHEL 9, west Fedora only; RHEL 9 may be
+# removed from east (a hold there is given back; a set no lab serves any more is aborted)
+# and added to west.
+RHEL9 = {"name": "RHEL-9.4", "family": "RedHatEnterpriseLinux9"}
+FEDORA = {"name": "Fedora-40", "family": "Fedora40"}
+WANTS_RHEL9 = {"distro": {"family": "RedHatEnterpriseLinux9"}}
+DISTROS = Lab(
+    "distros",
+    {
+        "systems": systems("east", ["e1", "e2"]) + systems("west", ["w1"]),
+        "distros": {"east": [RHEL9, FEDORA], "west": [FEDORA]},
+        "jobs": [
+            {"id": "busy", "recipe_sets": [{"max_time": 2, "recipes": [WANTS_RHEL9]}]},
+            {"id": "pair", "recipe_sets": [{"priority": "high", "recipes": [WANTS_RHEL9] * 2}]},
+            job("plain", 1, max_time=1),
+        ],
+    },
+    horizon=1,
+    distros=(("east", (FEDORA,)), ("west", (FEDORA, RHEL9))),
+)
+
+# VMs made on demand (issue 24): one machine and a provider with room for one 2-CPU VM. A
+# pair needs the VM beside the machine; a bare-metal set refuses VMs; one runs anywhere.
+VMS = Lab(
+    "vms",
+    {
+        "systems": systems("east", ["e1"]) + systems("west", ["w1"]),
+        "vms": {
+            "east": {
+                "max_vms": 1,
+                "max_vcpus": 2,
+                "max_memory": 2048,
+                "sizes": [{"name": "m", "cpus": 2, "memory": 2048}],
+            }
+        },
+        "jobs": [
+            job("metal", 1, max_time=1, host={"hypervisor": ""}),
+            job("pair", 2, priority="high", max_time=2),
+            job("one", 1),
+        ],
+    },
+    horizon=1,
+)
+
+SUITE = (GANG, POOLED, ADMIN, ABBA, RESERVE, LOCKS, MOVE, WHOLE_LAB, PREDICTED, DISTROS, VMS)

@@ -82,3 +82,19 @@ def test_rows_say_which_systems_a_set_waits_for_when_they_are_away():
     assert shown == {1: "too few matching systems are usable now; the others are away: c (manual)"}
     assert core.sets[2].started
     assert core.sets[1].lab is None
+
+
+def test_a_system_a_person_holds_is_named_as_held_not_by_its_condition():
+    core = Scheduler(SchedulerConfig(aging_bump_after=None), AccessPolicy())
+    for fqdn in ("a", "b"):
+        facts = {"fqdn": fqdn, "lab": "lab1", "pool": frozenset()}
+        core.add_system(SystemEntry(fqdn, "lab1", facts, frozenset()), 0)
+    core.hold_system("b", "bob", 0)
+    two = tuple(RecipeSubmission(10 + i, parse({})) for i in range(2))
+    core.submit([SetSubmission(1, 1, two, submitted=0)], 0)
+    core.submit([SetSubmission(2, 2, (RecipeSubmission(20, parse({"fqdn": "b"})),))], 1)
+    shown = {row.set_id: row.waits_for for row in rows(core, datetime.fromtimestamp(2, UTC))}
+    assert shown == {
+        1: "too few matching systems are usable now; the others are away: b (held by bob)",
+        2: "every matching system is held by bob: b",
+    }

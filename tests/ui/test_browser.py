@@ -168,7 +168,16 @@ def test_the_queue_page_updates_itself(ui_server: UiServer, new_page: PageMaker)
         expect(rows.filter(has_text=f"J:{queued[1]}")).to_have_count(1, timeout=15_000)
         assert page.evaluate("window.labqSameDocument") is True
         expect(rows.first).to_contain_text("normal")
+        # each waiting set's forecast: when it starts and ends, on what grounds
+        first = rows.filter(has_text=f"J:{queued[0]}").first
+        expect(first.locator("td.forecast")).to_contain_text(re.compile(r"starts ~\d\d:\d\d UTC"))
+        # on what grounds: the declared time, or (when an earlier test of the module ran a job
+        # of the same owner to its end) what those runs took
+        grounds = re.compile(r"from max_time 20 min|earlier runs? of its owner's jobs, median")
+        expect(first.locator("td.forecast")).to_contain_text(grounds)
         screenshot(page, "queue")
+        page.goto(f"{ui_server.url}/ui/jobs/{queued[0]}")
+        expect(page.locator("p.forecast")).to_contain_text("Forecast: starts ~")
     finally:
         for job_id in busy + queued:
             ui_server.cancel(job_id)

@@ -14,9 +14,10 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
+from labq.domain.distro import DistroTree
 from labq.domain.events import JobSubmitted
 from labq.domain.job import JobSpec
-from labq.domain.queue import QueueRow
+from labq.domain.queue import QueueRow, SetForecast
 from labq.domain.states import RecipeState
 from labq.formats.loader import parse_job
 from labq.store import reading, transaction
@@ -281,15 +282,15 @@ def test_the_queue_shows_each_row_and_why_it_waits(lab: Lab) -> None:
         cells = [
             re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", page)
         ]
-        assert cells[:14] == [
+        assert cells[:15] == [
             "1", "RS:7", "J:3", "alice", "wb 3", "lab1", "high", "urgent", "4.0", "2.50",
-            "1\xa0min 35\xa0s", "3", "holding 1 of 2 in lab1", "job 2 to finish",
+            "1\xa0min 35\xa0s", "3", "holding 1 of 2 in lab1", "—", "job 2 to finish",
         ]  # fmt: skip
         # not placed yet: the labs its requirement can be met in, never "any" (issue 22)
-        assert cells[14] == cells[13]  # the reason again, in a row of its own for narrow screens
-        assert cells[15:22] == ["2", "RS:9", "J:4", "bob", "wb 4", "lab2?", "none"]
-        assert cells[28] == "waits for 1 system matching lab=lab2 (2 in all): 2 busy"
-        assert cells[30:36] == ["3", "RS:11", "J:4", "bob", "wb 4", "none"]  # no lab has one
+        assert cells[15] == cells[14]  # the reason again, in a row of its own for narrow screens
+        assert cells[16:23] == ["2", "RS:9", "J:4", "bob", "wb 4", "lab2?", "none"]
+        assert cells[30] == "waits for 1 system matching lab=lab2 (2 in all): 2 busy"
+        assert cells[32:38] == ["3", "RS:11", "J:4", "bob", "wb 4", "none"]  # no lab has one
         assert "in a pool its group may use" in page  # what "(2 in all)" counts, said
     only_bob = lab.client.get(f"{UI}/queue?owner=bob&whiteboard=WB*").text
     assert re.findall(r"J:(\d+)</a>", only_bob) == ["4", "4"]
@@ -297,6 +298,30 @@ def test_the_queue_shows_each_row_and_why_it_waits(lab: Lab) -> None:
     assert "No waiting set matches" in lab.client.get(f"{UI}/queue/live?owner=carol").text
     jobs = lab.client.get(f"{UI}/jobs?whiteboard=wb%203").text
     assert re.findall(r'<td><a href="/ui/jobs/(\d+)"', jobs) == ["3"]
+
+
+def test_the_queue_and_the_job_page_show_forecasts(lab: Lab) -> None:
+    job = submit(lab, "alice", whiteboard="nightly")
+    set_id = lab.get(f"/jobs/{job}").json()["current_sets"][0]
+    lab.events.rows = [QueueRow(set_id, job, 1, "normal", "normal", 5.0, "none", None)]
+    start = lab.clock().timestamp() + 3600
+    lab.events.forecast = {
+        set_id: SetForecast(set_id, start, start + 5100, 5100, 300, 23, 5100, "source")
+    }
+    begins = datetime.fromtimestamp(start, UTC).strftime("%H:%M")
+    ends = datetime.fromtimestamp(start + 5100, UTC).strftime("%H:%M")
+    log_in(lab, "alice")
+    queue = lab.client.get(UI + "/queue").text
+    assert f"starts ~{begins} UTC, ends ~{ends} UTC" in queue
+    assert "23 earlier runs of this job, median 1 h 25 min" in queue
+    assert "forecast (UTC)" in queue
+    for path in (f"/jobs/{job}", f"/jobs/{job}/live"):
+        shown = re.sub(r"<[^>]+>", "", lab.client.get(UI + path).text)
+        assert f"Forecast: starts ~{begins} UTC, ends ~{ends} UTC" in shown
+        assert "23 earlier runs of this job, median 1 h 25 min" in shown
+    lab.events.forecast = {set_id: SetForecast(set_id, None, None, 7200, 0, 0, None, "max_time")}
+    assert "start unknown" in lab.client.get(UI + "/queue/live").text
+    assert "no earlier runs; from max_time 2 h" in lab.client.get(UI + f"/jobs/{job}").text
 
 
 def test_pages_about_systems_labs_pools_and_charts_read(lab: Lab) -> None:
@@ -490,3 +515,33 @@ def test_a_file_with_several_problems_shows_every_one_as_a_list(lab: Lab) -> Non
     assert "more problem" not in answer.text
     with reading(lab.engine) as repo:
         assert repo.jobs.count_jobs() == 0
+
+
+def test_the_distros_page_lists_each_labs_trees(lab: Lab) -> None:
+    with transaction(lab.engine) as repo:
+        repo.systems.add_lab("lab2", actor="root", now=T0)
+        repo.distros.add(
+            DistroTree(
+                lab="lab1",
+                name="RHEL-9.3.0",
+                arch="aarch64",
+                family="RedHatEnterpriseLinux9",
+                version="9.3.0",
+                variant="BaseOS",
+                url="http://trees.example/rhel9/<x>/",
+                tags=frozenset({"RELEASED"}),
+                os_type="rhel",
+                os_version="9.3",
+                added_at=T0,
+            )
+        )
+    log_in(lab, "bob")
+    answer = lab.client.get(f"{UI}/distros")
+    assert answer.status_code == 200
+    text = answer.text
+    assert 'href="/ui/distros"' in text  # in the nav
+    assert "RHEL-9.3.0" in text
+    assert "RedHatEnterpriseLinux9" in text
+    assert "rhel/9.3" in text
+    assert "http://trees.example/rhel9/&lt;x&gt;/" in text  # escaped
+    assert "No tree: recipes that ask for a distro do not run in lab2." in text

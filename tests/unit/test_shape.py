@@ -47,7 +47,7 @@ def test_no_store_class_inherits_another_store_class() -> None:
 
 def test_each_scheduler_event_is_defined_once_and_has_a_wire_name() -> None:
     kinds = get_args(events.Event)
-    assert len(kinds) == len(set(kinds)) == 11
+    assert len(kinds) == len(set(kinds)) == 12
     for kind in kinds:
         assert kind.__module__ == "labq.domain.events"
         fields = list(inspect.signature(kind).parameters)

@@ -40,7 +40,11 @@ def test_bundled_example_reads_into_one_gang():
         "mon.b+mgr.y+osd.2+osd.3",
         "client.0",
     ]
-    assert rs.recipes[2].metadata == {"roles": ["client.0"], "task_steps": [0, 1, 2, 2, 3, 4]}
+    assert rs.recipes[2].metadata == {
+        "roles": ["client.0"],
+        "task_steps": [0, 1, 2, 2, 3, 4],
+        "distro_requires": {"os_type": "centos", "os_version": "9.stream"},
+    }
     for recipe in rs.recipes:
         assert requirements.matches(recipe.host, box("smithi").facts())
         assert not requirements.matches(recipe.host, box("mira").facts())

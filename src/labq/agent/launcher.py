@@ -27,6 +27,7 @@ from typing import Final
 from labq.agent.spool import SetDir
 from labq.dispatch import containment
 from labq.dispatch.forks import ForkedExit
+from labq.dispatch.forkwire import AGENT_PRELOAD
 from labq.dispatch.launch import Forker, passed_on_environment, send_secrets, spawn
 from labq.dispatch.logs import SUPERVISOR_OUTPUT
 
@@ -109,6 +110,7 @@ class Launcher:
             cwd=data_dir,
             log=data_dir / FORK_SERVER_LOG,
             forking=forking,
+            preload=AGENT_PRELOAD,
         )
 
     @property

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from fastapi import Depends, FastAPI
+from fastapi import APIRouter, Depends, FastAPI
 from sqlalchemy import Engine
 
 from labq.api import (
@@ -13,6 +13,7 @@ from labq.api import (
     agents,
     bulk,
     clones,
+    distros,
     extend,
     filters,
     health,
@@ -71,6 +72,7 @@ def create_app(
     app.state.labq = AppState(
         engine=engine, settings=settings, events=events, clock=clock, bell=bell or WorkBell()
     )
+    mounted: list[tuple[str, APIRouter]] = []  # (prefix, router): the document's routes
     for router in (
         health.router,
         labs.router,
@@ -79,6 +81,7 @@ def create_app(
         reservations.router,
         sysremove.router,
         pools.router,
+        distros.router,
         people.users,
         people.groups,
         people.tokens,
@@ -101,11 +104,14 @@ def create_app(
     ):
         openapi.document_errors(router)
         app.include_router(router, prefix=PREFIX, dependencies=[Depends(strict_query)])
+        mounted.append((PREFIX, router))
     app.include_router(metrics.router)  # /metrics at the root, where Prometheus looks
+    mounted.append(("", metrics.router))
     if pages is not None:
         pages(app)
     errors.install(app)
     openapi.install(app)
-    app.add_middleware(literals.LiteralPaths, document=app.openapi)  # 405 on GET /jobs/cancel
+    # 405 on GET /jobs/cancel
+    app.add_middleware(literals.LiteralPaths, allowed=literals.allowed_methods(mounted))
     app.add_middleware(Guard, max_body_bytes=settings.limits.document_bytes)
     return app

@@ -17,7 +17,7 @@ from labq.api.openapi import answers
 from labq.api.rows import Glob, Text
 from labq.domain.priority import Priority
 from labq.domain.states import RecipeState
-from labq.formats.loader import Format
+from labq.formats.names import Format
 from labq.gateway.deps import StateDep, UserDep
 from labq.gateway.errors import ApiError
 from labq.gateway.schemas import Body, Offset, PriorityLabel, Reason, RowId
@@ -26,6 +26,7 @@ from labq.store import reading, transaction
 from labq.store.listing import MAX_PAGE
 from labq.store.selection import JobQuery
 from labq.usecases import cancellation, priority
+from labq.usecases.forecasts import forecasts_of
 from labq.usecases.junit import junit_xml
 from labq.usecases.logs import log_file, log_files, log_reader
 from labq.usecases.posting import post_all
@@ -113,11 +114,18 @@ def list_jobs(
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
     offset: Offset = 0,
 ) -> dict[str, Any]:
-    """A page of jobs, newest first, and how many match in all; waiting ones say why."""
+    """A page of jobs, newest first, and how many match in all; waiting ones say why, and
+    each job's ``forecasts`` (its unfinished sets', as ``GET /queue`` gives them)."""
     query = JobQuery(owner, group, state, whiteboard, run, lab)
     with reading(app.engine) as repo:
         found = find_jobs(
-            repo, query, limit=limit, offset=offset, now=app.clock(), queue=app.events.queue_view
+            repo,
+            query,
+            limit=limit,
+            offset=offset,
+            now=app.clock(),
+            queue=app.events.queue_view,
+            forecasts=app.events.forecasts,
         )
     return {
         "total": found.total,
@@ -129,9 +137,12 @@ def list_jobs(
 
 @router.get("/{job_id}", responses=answers(404))
 def show_job(job_id: RowId, app: StateDep, _: UserDep) -> dict[str, Any]:
-    """A job with every set (retries included), recipe and task."""
+    """A job with every set (retries included), recipe and task; ``forecasts``: when each of
+    its waiting and running sets should start and end (as ``GET /queue`` gives them)."""
     with reading(app.engine) as repo:
-        return job_json(repo.jobs.load_job(job_id))
+        job = repo.jobs.load_job(job_id)
+    forecasts = forecasts_of(app.events.forecasts(), (s.id for s in job.current_sets))
+    return {**job_json(job), "forecasts": forecasts}
 
 
 @router.get("/{job_id}/history", responses=answers(404))

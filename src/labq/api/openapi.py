@@ -52,6 +52,9 @@ MEANING_422: Final[dict[tuple[str, str], str]] = {
     ("post", "/locks/release"): "no locks named and not all: true",
     ("post", "/filters"): "a predicate or rate that does not parse",
     ("post", "/queue/pause"): "both until and for_s, or an until not in the future",
+    ("post", "/distros/import"): "a .treeinfo that does not describe a tree (the answer names"
+    " its section and key), or a url that is neither a URL nor an absolute path",
+    ("post", "/distros"): "a name, arch or URL that is not one, or a kernel without an initrd",
     ("post", "/webhooks"): "a URL that is not http(s) with a host, or a user's and a group's",
 }
 _FASTAPI_422: Final = "Validation Error"

@@ -27,8 +27,15 @@ def queue(
     run: Text = None,
 ) -> dict[str, Any]:
     """Each row: set, job, position, effective and nominal priority, age, hold, lab; the
-    job's owner, group, whiteboard and run; what it waits for in plain words (``reason``)."""
+    job's owner, group, whiteboard and run; what it waits for in plain words (``reason``);
+    its ``forecast``: ``start_at`` and ``end_at`` (UTC, to the second; null when the
+    scheduler cannot say), the ``prediction`` of its run time (``seconds``, ``spread``, the
+    earlier ``runs`` it learned from, their ``median``, and its ``basis``: ``source``,
+    ``work``, ``owner``, ``group``, ``max_time`` or ``default``) and ``basis_text``, the
+    same in words. ``forecast`` is null on a server that does not schedule and cannot
+    rebuild a forecast."""
     view = app.events.queue_view()
+    forecasts = app.events.forecasts()
     with reading(app.engine) as repo:
         rows = queue_rows(
             repo,
@@ -39,5 +46,6 @@ def queue(
             state=state,
             whiteboard=whiteboard,
             run=run,
+            forecasts=forecasts,
         )
     return {"queue": rows}

@@ -15,7 +15,7 @@ from labq.api.jobs import CancelBody
 from labq.api.jobviews import job_summary
 from labq.api.openapi import answers
 from labq.domain.events import JobSubmitted
-from labq.formats.loader import Format
+from labq.formats.names import Format
 from labq.gateway.deps import StateDep, UserDep
 from labq.gateway.schemas import Body, Offset
 from labq.store import reading, transaction

@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from labq.commands import api, json_option, show, show_change
-from labq.commands.filter import parse_duration
+from labq.commands.durations import parse_duration
 from labq.commands.jobs import job
 from labq.commands.pools import priority_label
 from labq.domain.states import RecipeState

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from labq.commands import api, json_option, show
-from labq.commands.filter import parse_duration
+from labq.commands.durations import parse_duration
 from labq.commands.jobs import job
 from labq.errors import InputError
 

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
-from typing import Any, Final
+from typing import Any
 
 import click
 
 from labq.commands import api, cell, json_option, show, table, when
+from labq.commands.durations import parse_duration
 from labq.commands.jobs import queue as show_queue
 from labq.commands.jobs import queue_filters
 from labq.domain import filters
 from labq.errors import InputError
-
-_DURATION: Final = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw]?)")
-_UNIT: Final = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
 @click.group("filter")
@@ -173,19 +170,6 @@ def list_pauses(ctx: click.Context, as_json: bool) -> None:
         return table(headers, rows, title=None if rows else "no lab queue is paused")
 
     show(found, as_json, render)
-
-
-def parse_duration(text: str, *, place: str = "--for") -> float:
-    """``90s``, ``30m``, ``2h``, ``1d``, ``1h30m`` or plain seconds, as seconds."""
-    spaced = text.strip().lower()
-    parts = list(_DURATION.finditer(spaced))
-    covered = "".join(m.group(0) for m in parts).replace(" ", "")
-    if not parts or covered != spaced.replace(" ", ""):
-        raise InputError(f"{text!r} is not a duration (e.g. 90s, 30m, 2h, 1d)", place=place)
-    seconds = sum(float(m.group(1)) * _UNIT[m.group(2)] for m in parts)
-    if seconds <= 0:
-        raise InputError(f"{text!r} is not a duration longer than nothing", place=place)
-    return seconds
 
 
 def _aware(text: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
@@ -13,15 +14,13 @@ from rich.text import Text
 
 from labq.client import ServerError
 from labq.commands import api, cell, fields, json_option, show, table, when
-from labq.commands.junit import write_junit
 from labq.commands.logtail import print_log
-from labq.commands.runs import submit_run
 from labq.commands.waiting import follow
 from labq.domain.states import RecipeState
 from labq.errors import LabqError
-from labq.formats.loader import FORMATS, Format, load_job
-from labq.formats.source import read_document
+from labq.formats.names import FORMATS, Format
 from labq.terminal import progress, shows_progress, working
+from labq.usecases.forecasts import forecast_line
 
 WAITING_STATES: Final = ["new", "queued", "assigned", "scheduled"]
 CONTENT_TYPES: Final = {".xml": "application/xml", ".json": "application/json"}
@@ -71,6 +70,11 @@ def submit(
     as_json: bool,
 ) -> None:
     """Submit job files; checked here first, so a bad one names the file, line and place."""
+    # here, not at the top: the parsers are most of what a `labq job` command would import
+    from labq.commands.runs import submit_run
+    from labq.formats.loader import load_job
+    from labq.formats.source import read_document
+
     shown = shows_progress(as_json) and len(files) > 1
     with progress(shown) as bar:
         for file in bar.track(files, description="checking files"):
@@ -171,8 +175,9 @@ def show_job(ctx: click.Context, job_id: int, as_json: bool) -> None:
     found = api(ctx).get(f"/jobs/{job_id}")
 
     def render(d: dict[str, Any]) -> Any:
+        submitted = when(d.get("submitted_at"))
         head = fields(
-            d,
+            {**d, "submitted_at": None if submitted is None else f"{submitted} UTC"},
             [
                 "id",
                 "owner",
@@ -200,9 +205,16 @@ def show_job(ctx: click.Context, job_id: int, as_json: bool) -> None:
             for r in s["recipes"]
         ]
         headers = ["set", "attempt", "priority", "recipe", "role", "system", "state", "result"]
-        return Group(head, "", table([*headers, "tasks"], rows), *set_notes(d["sets"]))
+        notes = [*forecast_notes(d.get("forecasts") or []), *set_notes(d["sets"])]
+        return Group(head, "", table([*headers, "tasks"], rows), *notes)
 
     show(found, as_json, render)
+
+
+def forecast_notes(forecasts: list[dict[str, Any]]) -> list[Text]:
+    """One line per forecast: ``set 5: starts ~14:05 UTC, ends ~15:30 UTC; 23 earlier …``."""
+    now = datetime.now(UTC)
+    return [Text(f"set {f['set_id']}: {forecast_line(f, now)}") for f in forecasts]
 
 
 def set_notes(sets: list[dict[str, Any]]) -> list[Text]:
@@ -230,6 +242,8 @@ def set_notes(sets: list[dict[str, Any]]) -> list[Text]:
 def results(ctx: click.Context, job_id: int, junit_file: Path | None, as_json: bool) -> None:
     """The result of every recipe and task."""
     if junit_file is not None:
+        from labq.commands.junit import write_junit
+
         write_junit(api(ctx), job_id, junit_file, as_json)
         return
     found = api(ctx).get(f"/jobs/{job_id}/results")
@@ -326,13 +340,15 @@ def queue_filters(command: Callable[..., Any]) -> Callable[..., Any]:
 @json_option
 @click.pass_context
 def queue(ctx: click.Context, /, as_json: bool, **filters: str | None) -> None:
-    """The queued recipe sets in scheduling order: whose, how long waited, what they wait for."""
+    """The queued recipe sets in scheduling order: whose, how long waited, what they wait for,
+    and when each should start and end."""
     params = {"run" if k == "run_name" else k: v for k, v in filters.items()}
+    filtered = any(v is not None for v in params.values())  # every filter is there, unset
     rows = api(ctx).get("/queue", params)
 
     def render(d: dict[str, Any]) -> Any:
         headers = ["#", "set", "job", "owner", "priority", "spv", "weight", "waited (ticks)"]
-        return table(
+        grid = table(
             [*headers, "hold", "whiteboard", "reason"],
             [
                 [
@@ -350,8 +366,10 @@ def queue(ctx: click.Context, /, as_json: bool, **filters: str | None) -> None:
                 ]
                 for r in d["queue"]
             ],
-            title=None if d["queue"] else "no set waits" + (" (filtered)" if params else ""),
+            title=None if d["queue"] else "no set waits" + (" (filtered)" if filtered else ""),
         )
+        forecasts = [r["forecast"] for r in d["queue"] if r.get("forecast")]
+        return Group(grid, "", *forecast_notes(forecasts)) if forecasts else grid
 
     show(rows, as_json, render)
 

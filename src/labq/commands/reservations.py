@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from labq.commands import api, cell, json_option, show, table, when
-from labq.commands.filter import parse_duration
+from labq.commands.durations import parse_duration
 from labq.commands.systems import system
 
 

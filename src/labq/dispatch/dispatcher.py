@@ -37,6 +37,7 @@ from typing import Final
 from labq.config import Settings
 from labq.dispatch import containment
 from labq.dispatch.forks import ForkedExit
+from labq.dispatch.forkwire import drivers_of
 from labq.dispatch.launch import Forker, passed_on_environment, send_secrets, spawn
 from labq.dispatch.logs import SUPERVISOR_OUTPUT, set_log_dir
 
@@ -106,6 +107,7 @@ class Dispatcher:
             cwd=self.data_dir,
             log=self.data_dir / "supervisors" / FORK_SERVER_LOG,
             forking=forking,  # False: spawn every supervisor (the way before fork servers)
+            preload=drivers_of(db_url),
         )
         self._forker.warm()  # now: its imports are done by the time the first set starts
 

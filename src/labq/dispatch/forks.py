@@ -18,11 +18,11 @@ import queue
 import socket
 import subprocess
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from labq.dispatch.forkserver import MODULE, PACKET
+from labq.dispatch.forkwire import MODULE, PACKET
 from labq.dispatch.title import ROOM
 
 OnExit = Callable[[int | None], None]  # the exit code; None: the fork server went first
@@ -51,12 +51,20 @@ class ForkServerError(RuntimeError):
 class ForkServer:
     """A running fork server; :meth:`fork` a supervisor, :meth:`close` to let it go."""
 
-    def __init__(self, python: str, *, env: Mapping[str, str], cwd: Path, log: Path) -> None:
+    def __init__(
+        self,
+        python: str,
+        *,
+        env: Mapping[str, str],
+        cwd: Path,
+        log: Path,
+        preload: Sequence[str] = (),
+    ) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             with log.open("ab") as out:
                 self.proc = subprocess.Popen(
-                    [python, "-m", MODULE, str(theirs.fileno()), ROOM],
+                    [python, "-m", MODULE, str(theirs.fileno()), ROOM, *preload],
                     pass_fds=[theirs.fileno()],
                     stdin=subprocess.DEVNULL,
                     stdout=out,

@@ -38,30 +38,21 @@ import signal
 import socket
 import sys
 import traceback
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from sqlalchemy.orm import configure_mappers
 
 from labq.dispatch import supervisor
 from labq.dispatch.containment import keep_private
+from labq.dispatch.forkwire import PACKET
 from labq.dispatch.namespace import run_as_init
 from labq.dispatch.title import arg_area, set_title
 
-MODULE: Final = "labq.dispatch.forkserver"
-PACKET: Final = 1 << 16
-# Imported here so that no child pays for them: the dialects and drivers are imported on
-# first use, the rest by the first connection, a settings file, a thread's queue.
-_PRELOAD: Final = (
-    "sqlalchemy.dialects.sqlite.pysqlite",
-    "sqlite3",
-    "sqlalchemy.dialects.postgresql.psycopg",
-    "psycopg",
-    "email.parser",
-    "encodings.utf_8_sig",
-    "queue",
-    "labq.agent.supervisor",  # a lab agent's fork server forks its supervisors (no database)
-)
+# Imported here so that no child pays for them: the rest is imported by the first
+# connection, a settings file, a thread's queue. The database's driver (or a lab agent's
+# supervisor) is named on the command line (:mod:`labq.dispatch.forkwire`).
+_PRELOAD: Final = ("email.parser", "encodings.utf_8_sig", "queue")
 # Supervisors a request may name (``module``): the server's, and a lab agent's, which is
 # given its set's directory (``dir``) and its secrets instead of a database URL.
 AGENT_SUPERVISOR: Final = "labq.agent.supervisor"
@@ -72,9 +63,9 @@ def supervisor_title(set_id: int, module: str = supervisor.__name__) -> list[str
     return ["labq", "-m", module, "--set", str(set_id), "--forked"]
 
 
-def preload() -> None:
+def preload(named: Sequence[str] = ()) -> None:
     """Import what a supervisor will need, then keep those objects out of collections."""
-    for name in _PRELOAD:
+    for name in (*_PRELOAD, *named):
         with contextlib.suppress(ImportError):  # a driver that is not installed
             __import__(name)
     configure_mappers()  # else done by every child's first query
@@ -206,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     keep_private()  # secrets pass through here
     sock = socket.socket(fileno=int(args[0]))
-    preload()
+    preload(args[2:])  # after the descriptor and the room for titles
     _Server(sock).serve()
     return 0
 

@@ -17,16 +17,17 @@ from __future__ import annotations
 import re
 import shlex
 import threading
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal, Protocol
 
 from labq.dispatch.backends import Backend
 from labq.dispatch.backends.local import base_environment
+from labq.dispatch.backends.routed import Routed
 from labq.dispatch.logs import MaskedLog, stamp
 from labq.dispatch.plan import SystemInfo, Workspace, scalar_text
-from labq.dispatch.procs import DEFAULT_GRACE, Outcome, StartError, run_process
+from labq.dispatch.procs import DEFAULT_GRACE, StartError, run_process
 from labq.errors import LabqError
 
 HookName = Literal["power_on", "power_off", "reimage", "cleanup", "guest_create", "guest_destroy"]
@@ -225,7 +226,7 @@ def run_hook(
         )
 
 
-class HookedBackend:
+class HookedBackend(Routed):
     """A backend with a lab's hooks around it.
 
     ``provision`` runs ``power_on`` then ``reimage``, then the backend's own
@@ -271,41 +272,9 @@ class HookedBackend:
             self._hook("reimage", system, workspace.log_dir, cancel_event, workspace.provision)
         self.inner.provision(system, workspace, cancel_event=cancel_event)
 
-    def put_task(self, system: SystemInfo, source: Path, relpath: str) -> None:
-        """As the backend does."""
-        self.inner.put_task(system, source, relpath)
-
-    def locate_task(self, system: SystemInfo, relpath: str) -> str | None:
-        """As the backend does."""
-        return self.inner.locate_task(system, relpath)
-
-    def run(
-        self,
-        system: SystemInfo,
-        command: Sequence[str] | str,
-        *,
-        env: Mapping[str, str],
-        cwd: str | None,
-        timeout: float | None,
-        log_path: Path,
-        cancel_event: threading.Event,
-        secrets: Collection[str] = (),
-    ) -> Outcome:
-        """As the backend does."""
-        return self.inner.run(
-            system,
-            command,
-            env=env,
-            cwd=cwd,
-            timeout=timeout,
-            log_path=log_path,
-            cancel_event=cancel_event,
-            secrets=secrets,
-        )
-
-    def collect_logs(self, system: SystemInfo, dest: Path) -> None:
-        """As the backend does."""
-        self.inner.collect_logs(system, dest)
+    def route(self, system: SystemInfo) -> tuple[Backend, SystemInfo]:
+        """Every system, as it is: tasks and logs are the backend's own."""
+        return self.inner, system
 
     def cleanup(self, system: SystemInfo, *, log_dir: Path) -> None:
         """The ``cleanup`` hook (a guest: ``guest_destroy``), then the backend's own clean-up

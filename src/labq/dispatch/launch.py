@@ -14,7 +14,7 @@ import json
 import logging
 import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from labq.dispatch import containment
@@ -45,8 +45,10 @@ class Forker:
         cwd: Path,
         log: Path,
         forking: bool = True,
+        preload: Sequence[str] = (),
     ) -> None:
         self.python = python
+        self.preload = tuple(preload)
         self.env = dict(env)
         self.cwd = cwd
         self.log = log
@@ -84,7 +86,9 @@ class Forker:
         if self._forks is None or not self._forks.alive:
             try:
                 self.log.parent.mkdir(parents=True, exist_ok=True)
-                self._forks = ForkServer(self.python, env=self.env, cwd=self.cwd, log=self.log)
+                self._forks = ForkServer(
+                    self.python, env=self.env, cwd=self.cwd, log=self.log, preload=self.preload
+                )
             except OSError as exc:
                 _log.warning("cannot start a fork server (spawning supervisors): %s", exc)
                 self.forking = False

@@ -40,7 +40,7 @@ from labq.dispatch.setcontext import Backends, Checkout, SetContext
 from labq.dispatch.steps import StepGate
 from labq.dispatch.stopping import Stop, StopKind
 from labq.dispatch.task import TaskRunner
-from labq.dispatch.teardown import archive, clean_up
+from labq.dispatch.teardown import archive, clean_up, release
 from labq.domain.locktable import Outcome
 from labq.domain.states import RecipeState
 
@@ -129,6 +129,7 @@ class SetRunner:
             if self.stop.kind is not StopKind.LOST:
                 self._phase(partial(archive, self.context), "archive", limits=False)
                 self._phase(partial(clean_up, self.context, self.stop), "cleanup", limits=False)
+                self._phase(partial(release, self.context, self.stop), "release", limits=False)
             # no heartbeat may race the final write: one after it finds the set ended and
             # would take the supervisor for one whose claim was lost
             beat_stop.set()

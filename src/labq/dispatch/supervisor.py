@@ -60,8 +60,12 @@ from labq.dispatch.plan import GuestPlan, RecipePlan, SetPlan, SystemInfo, TaskP
 from labq.dispatch.provisioning import provision_environment
 from labq.dispatch.results import SetOutcome
 from labq.dispatch.runner import Backends, run_set
+from labq.dispatch.vms.backend import VmBackend
+from labq.dispatch.vms.providers import provider_for
+from labq.domain.distro import DistroTree, choose_tree, requirement_of
 from labq.domain.job import RecipeSpec, TaskSpec
 from labq.domain.model import System
+from labq.domain.requirements import RequirementError
 from labq.domain.states import RecipeState
 from labq.errors import ClaimLost, LabqError
 from labq.store import Repository, default_url, make_engine, reading, transaction
@@ -86,10 +90,14 @@ def load_plan(repo: Repository, set_id: int) -> SetPlan:
     _check_runnable(view)
     job = repo.jobs.load_job(view.job_id)
     recipes = []
+    catalogues: dict[str, list[DistroTree]] = {}
     for recipe, spec in zip(view.recipes, view.spec.recipes, strict=True):
         assert recipe.system is not None  # _check_runnable saw to it
         info = _system_info(repo.systems.get_system(recipe.system))
-        recipes.append(_recipe_plan(recipe, spec, info))
+        if info.lab not in catalogues:
+            catalogues[info.lab] = repo.distros.trees(info.lab)
+        tree = _chosen_tree(spec, info, catalogues[info.lab])
+        recipes.append(_recipe_plan(recipe, spec, info, tree))
     ref = job.spec.ref
     return SetPlan(
         id=view.id,
@@ -112,7 +120,20 @@ def _system_info(system: System) -> SystemInfo:
     )
 
 
-def _recipe_plan(recipe: RecipeView, spec: RecipeSpec, info: SystemInfo) -> RecipePlan:
+def _chosen_tree(spec: RecipeSpec, info: SystemInfo, trees: list[DistroTree]) -> DistroTree | None:
+    """The newest tree of the system's lab for its arch (and machine type) that the recipe's
+    distro requirement admits; None when it names none (or brings its own)."""
+    try:
+        wanted = requirement_of(spec.metadata)
+    except RequirementError:
+        return None  # checked at submission; a stored one that no longer reads names no tree
+    machine_type = info.attributes.get("machine_type")
+    return choose_tree(trees, wanted, info.arch, str(machine_type) if machine_type else None)
+
+
+def _recipe_plan(
+    recipe: RecipeView, spec: RecipeSpec, info: SystemInfo, tree: DistroTree | None = None
+) -> RecipePlan:
     """A recipe's plan on the system ``info``: its tasks, and its guests' with theirs."""
     # the guests' tasks are task rows of their host recipe, after its own
     specs = [*spec.tasks, *(t for g in spec.guests for t in g.tasks)]
@@ -142,7 +163,7 @@ def _recipe_plan(recipe: RecipeView, spec: RecipeSpec, info: SystemInfo) -> Reci
         tasks=tasks,
         role=spec.role,
         guests=guests,
-        provision=provision_environment(spec.metadata),
+        provision=provision_environment(spec.metadata, tree),
     )
 
 
@@ -208,6 +229,16 @@ def lab_backends(
         hooks = config.hooks
         if any(getattr(hooks, name) for name in HOOK_NAMES):
             backend = HookedBackend(backend, HookSet.from_settings(hooks))
+        if config.vms is not None:
+            provider = provider_for(config.vms, data_dir)
+            timeout = config.vms.create_timeout
+            backend = VmBackend(
+                backend,
+                provider,
+                set_id=set_id,
+                create_timeout=timeout,
+                workspace=config.vms.workspace,
+            )
         made[lab] = backend
     return made
 

@@ -9,10 +9,16 @@ either is written down in the recipe's outcome; it never raises.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
+
 from labq.dispatch.logs import mask_tree
 from labq.dispatch.recipes import Guest, RecipeRun, final_state
+from labq.dispatch.results import recipe_result
 from labq.dispatch.setcontext import SetContext
 from labq.dispatch.stopping import Stop
+from labq.dispatch.vms.backend import VmBackend
+from labq.domain.reservesys import reserve_for
 from labq.domain.states import RecipeState, Result
 
 
@@ -61,3 +67,33 @@ def clean_up(context: SetContext, stop: Stop, r: RecipeRun) -> None:
     except Exception as exc:
         r.cleanup_error = f"clean-up failed: {exc}"
         context.reporter.log(f"{r.label}: {r.cleanup_error}")
+
+
+def release(context: SetContext, stop: Stop, r: RecipeRun) -> None:
+    """Destroy the VM made for the recipe, if any (after its logs are archived), unless
+    its ``<reservesys>`` applies: then the VM stays until the reservation ends."""
+    backend = r.backend
+    if not isinstance(backend, VmBackend):
+        return
+    state, _ = final_state(r, stop)
+    if reserved(r.plan.provision, state, recipe_result(state, tuple(r.tasks))):
+        vm = backend.keep(r.plan.system)
+        if vm is not None:
+            where = f"{vm.user}@{vm.address} port {vm.port}"
+            context.reporter.log(f"{r.label}: VM {vm.name} ({where}) kept for <reservesys>")
+        return
+    try:
+        backend.release(r.plan.system)
+    except Exception as exc:
+        r.cleanup_error = f"destroying its VM failed: {exc}"
+        context.reporter.log(f"{r.label}: {r.cleanup_error}")
+
+
+def reserved(provision: Mapping[str, str], state: RecipeState, result: Result | None) -> bool:
+    """Whether the recipe's ``<reservesys>`` keeps its system, as the service will decide
+    when the set ends (the metadata is in the reimage hook's ``LABQ_PROVISION``)."""
+    try:
+        metadata = json.loads(provision.get("LABQ_PROVISION", "{}"))
+    except ValueError:
+        return False
+    return isinstance(metadata, dict) and reserve_for(metadata, state, result) is not None

@@ -89,6 +89,13 @@ class SetEnded:
     set_id: int
 
 
+@dataclass(frozen=True)
+class DistrosChanged:
+    """A lab's distro catalogue changed: a tree was imported, added or removed."""
+
+    lab: str
+
+
 Event = (
     JobSubmitted
     | JobsCancelled
@@ -101,6 +108,7 @@ Event = (
     | PauseChanged
     | ReservationChanged
     | SetEnded
+    | DistrosChanged
 )
 
 
@@ -124,6 +132,7 @@ _NAMES: Final[dict[type[Event], str]] = {
     PauseChanged: "pause",
     ReservationChanged: "reservation",
     SetEnded: "ended",
+    DistrosChanged: "distros",
 }
 
 
@@ -151,6 +160,7 @@ _READERS: Final[dict[str, Callable[[str], Event | None]]] = {
     "pause": _by_name(PauseChanged),
     "reservation": _by_name(ReservationChanged),
     "ended": _by_id(SetEnded),
+    "distros": _by_name(DistrosChanged),
 }
 
 

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Final, Literal
+from typing import Final
 
 from labq.domain.job import JobSpec
 from labq.errors import InputError
 from labq.formats.limits import Limits, check_counts
+from labq.formats.names import FORMATS, Format
 from labq.formats.origins import Origins
 from labq.formats.source import read_document
 
-Format = Literal["auto", "native", "beaker", "teuthology"]
-FORMATS: Final = ("auto", "native", "beaker", "teuthology")
 DEFAULTS: Final = Limits()
 _TEUTHOLOGY_KEYS: Final = re.compile(
     r"^(roles|targets|tasks|machine_type|suite|os_type|overrides)\s*:", re.M

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from datetime import date
 from typing import Any, Final
 
+from labq.domain.distro import REQUIREMENT_KEY, teuthology_requirement
 from labq.domain.job import JobSpec
 from labq.domain.priority import Priority
 from labq.errors import InputError
@@ -125,6 +126,7 @@ class _Reader:
         roles = self.roles(data, targets)
         host = self.host(data)
         tasks = TaskReader(self.error, roles).read(self.merged_tasks(data))
+        distro = self.distro(data)
         out = []
         for index, names in enumerate(roles):
             path: DocPath = ("recipe_sets", 0, "recipes", index)
@@ -138,6 +140,8 @@ class _Reader:
             # plan, step by step across its recipes, as teuthology's controller does
             steps = [origin[1] for _, origin in tasks[index]]
             recipe["metadata"] = {"roles": names, "task_steps": steps}
+            if distro is not None:  # the canonical distro requirement, as Beaker's lands
+                recipe["metadata"][REQUIREMENT_KEY] = distro
             if index < len(targets):
                 # teuthology runs entry i of roles on target i, whatever its machine type
                 target, fqdn = targets[index]
@@ -146,6 +150,16 @@ class _Reader:
                 recipe["metadata"]["target"] = target
             out.append(recipe)
         return out
+
+    def distro(self, data: Mapping[str, Any]) -> dict[str, Any] | None:
+        """``os_type``/``os_version`` as the canonical distro requirement (None: neither)."""
+        for key in ("os_type", "os_version"):
+            value = data.get(key)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, str | int | float)
+            ):
+                raise self.error((key,), f"'{key}' must be text, like centos or 9.stream")
+        return teuthology_requirement(data.get("os_type"), data.get("os_version"))
 
     def targets(self, data: Mapping[str, Any]) -> list[tuple[str, str]]:
         """``(target, fqdn)`` in the order given: ``user@host`` runs on system ``host``."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from labq.domain.events import JobSubmitted
 from labq.domain.model import User
-from labq.formats.loader import Format
+from labq.formats.names import Format
 from labq.gateway.deps import AppState
 from labq.store import transaction
 from labq.usecases import submission

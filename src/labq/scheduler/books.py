@@ -9,7 +9,7 @@ with the verbs.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Mapping, Set
+from collections.abc import Callable, Iterable, Mapping, Set
 from typing import Final
 
 from labq.domain.states import Condition, RecipeState
@@ -33,10 +33,13 @@ class Books:
         self._free: dict[str, set[str]] = {}  # lab -> systems holding no recipe (not removed)
         self._pending: dict[str, set[str]] = {}  # lab -> systems freed, not offered yet
         self._holders: dict[str, set[int]] = {}  # lab -> sets holding systems, not started
+        self.virtual: Final[set[str]] = set()  # VM slots (docs/scheduling.md § VMs)
         self._offers: deque[str] = deque()  # systems to offer, in order
         self._reopened: set[str] = set()  # labs whose free systems must be offered again
         self._out: list[d.Decision] = []
         self._now = 0.0
+        # called with ``now`` as each event begins (the planner raises overdue predictions)
+        self.on_begin: list[Callable[[float], None]] = []
         # what others read: the same mappings, read-only (attributes: parts read them often)
         self.systems: Final[Mapping[str, SystemEntry]] = self._systems  # by name
         self.sets: Final[Mapping[int, SetEntry]] = self._sets  # by id, ended ones too
@@ -75,6 +78,8 @@ class Books:
             raise ValueError(f"time went backwards: {now} < {self._now}")
         self._now = now
         self._out = []
+        for call in self.on_begin:
+            call(now)
 
     def emit(self, decision: d.Decision) -> None:
         """Write a decision of this event."""
@@ -93,6 +98,8 @@ class Books:
             raise ValueError(f"system {system.fqdn} is already known")
         system.recipe = None
         self._systems[system.fqdn] = system
+        if system.vm is not None:
+            self.virtual.add(system.fqdn)
         for per_lab in (self._free, self._pending):
             per_lab.setdefault(system.lab, set())
         self._holders.setdefault(system.lab, set())

@@ -99,6 +99,18 @@ class Chooser:
             return None  # it would only wait for a lock: the slot goes to work that can run
         return Choice(ChoiceKind.START, entry, placement)
 
+    def start_anywhere(self, entry: SetEntry, labs: list[str]) -> tuple[str, Choice] | None:
+        """The first lab where the set starts now, preferring one where it needs no new VM."""
+        first: tuple[str, Choice] | None = None
+        for lab in labs:
+            choice = self.start(entry, lab)
+            if choice is None:
+                continue
+            if not self.books.virtual.intersection(choice.placement.values()):
+                return lab, choice
+            first = first or (lab, choice)
+        return first
+
     def move(self, entry: SetEntry, lab: str) -> Choice | None:
         """A set holding elsewhere moves here when it can start here whole at once."""
         if not self.admission.slot_free(lab) or not self.could_run_in(entry, lab):

@@ -62,6 +62,8 @@ def unrunnable(entry: SetEntry, index: ClassIndex, systems: Mapping[str, SystemE
         name = f"recipe {recipe.id}" + (f" (role {recipe.role})" if recipe.role else "")
         if not matching:
             reasons.append(f"{name}: no system matches its host requirements")
+        elif klass.distro is not None and not index.systems_of[recipe.klass]:
+            reasons.append(f"{name}: {index.catalogue.why_not(klass.distro)}")
         elif all(systems[f].condition not in POTENTIAL for f in matching):
             reasons.append(f"{name}: every matching system is removed: {', '.join(gone)}")
     if not reasons:

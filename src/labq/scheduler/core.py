@@ -13,11 +13,13 @@ The parts it consults, each owning its state (others read it through
 - ``fresh`` — what the caches of every part may still use (versions and memos);
 - ``index`` / ``waitlist`` — viability classes; waiting sets per class in order, the shelf;
 - ``placer`` — who may use which system now, and gang matchings;
-- ``profile`` — when each busy system is declared free again;
+- ``profile`` — when each busy system is planned to be free again;
+- ``planner`` — each set's plan (max_time, or its prediction), raised as EASY++ does;
 - ``backfill`` — holders' reservations and the search for sets that may start before them;
 - ``holds`` — who may hold, wound-wait and lending, which holder completes;
 - ``chooser`` — what a set may do in a lab now (:class:`~labq.scheduler.choice.Choice`);
-- ``weights`` — running slots, buckets, seed 004's weights and the lock line (``keeper``).
+- ``weights`` — running slots, buckets, seed 004's weights and the lock line (``keeper``);
+- ``trees`` — the distro trees each lab carries (in the index's classes).
 
 How a free system is given away (the pending-system event), in the system's
 order (effective priority, nominal priority, weight, submit time, id): the
@@ -39,6 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
+from labq.domain.distro import DistroTree
 from labq.domain.locktable import Grant
 from labq.domain.priority import Priority
 from labq.domain.states import Condition, RecipeState
@@ -49,6 +52,7 @@ from labq.scheduler.entries import Eligibility, SetEntry, SetSubmission, SystemE
 from labq.scheduler.restore import RestoredSet
 from labq.scheduler.retry import retry_decision
 from labq.scheduler.state import CoreState
+from labq.scheduler.vms import creations
 
 
 class Scheduler(CoreState):
@@ -215,6 +219,14 @@ class Scheduler(CoreState):
         self._drain()
         return self._finish()
 
+    def change_prediction(self, set_id: int, seconds: float | None, now: float) -> list[d.Decision]:
+        """The service predicts a set anew (scheduler/planning.py): its plan follows."""
+        self._books.begin(now)
+        entry = self._books.sets[set_id]
+        if not entry.finished:
+            self._planner.change(entry, seconds)
+        return self._finish()
+
     def pause_lab(self, lab: str, now: float) -> list[d.Decision]:
         """Nothing new starts or takes systems in ``lab``; what runs there goes on."""
         self._books.begin(now)
@@ -237,6 +249,14 @@ class Scheduler(CoreState):
         entry = self._books.sets.get(set_id)
         if entry is not None and entry.started and not entry.finished:
             self._weights.locks_held(entry, grants)
+        return self._finish()
+
+    def set_trees(self, lab: str, trees: Iterable[DistroTree], now: float) -> list[d.Decision]:
+        """The lab's distro trees are now ``trees``: holds there that can no longer complete
+        are given back; idle systems that may serve more sets are offered again."""
+        self._books.begin(now)
+        for entry, reason in self._trees.carry(lab, tuple(trees)):
+            self._holds.unhold(entry, reason)
         return self._finish()
 
     def consistency_pass(self, now: float) -> list[d.Decision]:
@@ -266,13 +286,15 @@ class Scheduler(CoreState):
         sets: Iterable[RestoredSet],
         *,
         held: Mapping[int, Sequence[Grant]] | None = None,
+        trees: Mapping[str, Iterable[DistroTree]] | None = None,
     ) -> None:
         """Fill a fresh scheduler with systems and sets in their places, deciding nothing.
 
         ``systems`` in the order they were added, ``sets`` in the order they
-        were submitted. Raises ValueError when the scheduler is not fresh or
-        the state is impossible (see :mod:`labq.scheduler.restore`).
+        were submitted, ``trees`` per lab. Raises ValueError when the scheduler
+        is not fresh or the state is impossible (see :mod:`labq.scheduler.restore`).
         """
+        self._trees.load(trees or {})
         self._roster.restore(systems, sets, held or {})
 
     def offer(self, fqdns: Iterable[str], now: float) -> list[d.Decision]:
@@ -290,11 +312,10 @@ class Scheduler(CoreState):
         """Start the set if it fits whole somewhere now; else hold where it starts soonest."""
         free = self._books.free.keys()
         labs = [] if not entry.eligible else sorted(free - self._admission.paused)
-        for lab in labs:
-            choice = self._chooser.start(entry, lab)
-            if choice is not None:
-                self._start(entry, lab, choice.placement)
-                return
+        started = self._chooser.start_anywhere(entry, labs)
+        if started is not None:
+            self._start(entry, started[0], started[1].placement)
+            return
         hold = self._chooser.best_hold(entry, labs)
         if (
             hold is not None
@@ -413,10 +434,12 @@ class Scheduler(CoreState):
         self._holds.forget(entry)
         entry.started_at = self._books.now
         entry.held_since = None
+        for creation in creations(entry, self._books.systems):
+            self._books.emit(creation)
         self._books.emit(d.Start(entry.id, lab))
         self._keeper.left(entry)  # those behind it in line now wait for its locks
         self._waitlist.leave(entry)
-        end = None if entry.max_time is None else self._books.now + entry.max_time
+        end = None if entry.plan is None else self._books.now + entry.plan
         self._profile.occupy(lab, (r.system for r in entry.recipes if r.system), end)
         self._weights.started(entry, lab)
 

@@ -50,6 +50,18 @@ class Start:
 
 
 @dataclass(frozen=True)
+class CreateVm:
+    """Make a VM of ``size`` for the recipe on the lab's VM slot ``system`` as it starts
+    (its creation is the recipe's installing; it is destroyed when the recipe ends)."""
+
+    recipe: int
+    set: int
+    system: str
+    lab: str
+    size: str
+
+
+@dataclass(frozen=True)
 class Idle:
     """Nothing wants the pending system now."""
 
@@ -99,5 +111,16 @@ class SetError:
 
 
 Decision = (
-    Schedule | Assign | Enqueue | Release | Start | Idle | Cancel | Abort | Stop | Retry | SetError
+    Schedule
+    | Assign
+    | Enqueue
+    | Release
+    | CreateVm
+    | Start
+    | Idle
+    | Cancel
+    | Abort
+    | Stop
+    | Retry
+    | SetError
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from labq.domain.contention import NO_NEEDS, LockNeeds
+from labq.domain.distro import DistroRequirement
 from labq.domain.locks import DEFAULT_LEVELS
 from labq.domain.priority import Priority
 from labq.domain.requirements import Facts, Requirement, signature
@@ -30,21 +31,30 @@ class SchedulerConfig:
     # running limits on started sets (waiting, installing, running); None: no limit
     running_limit: int | None = None
     lab_running_limits: tuple[tuple[str, int], ...] = ()
+    # backfill and reservations on predicted run times, for sets that carry one (docs/
+    # scheduling.md § Predictions); the watchdog still kills at max_time. How a running set
+    # past its prediction is raised: domain/prediction.py
+    backfill_on_predictions: bool = True
+    prediction_steps: tuple[float, ...] = ()  # () raises to max_time; STEPS: step by step
 
 
 @dataclass(frozen=True)
 class ViabilityClass:
-    """Recipes that accept exactly the same systems: same requirement, excludes and force."""
+    """Recipes that accept exactly the same systems: same requirement, excludes, force and
+    distro requirement (a system is viable only where its lab carries a tree for it)."""
 
     requirement: Requirement
     excluded: frozenset[str] = frozenset()
     force: str | None = None
+    distro: DistroRequirement | None = None
 
     @property
     def key(self) -> str:
         """A text that is equal for equal classes (the index groups by it)."""
         excluded = ",".join(sorted(self.excluded))
-        return f"{signature(self.requirement)}|{excluded}|{self.force or ''}"
+        key = f"{signature(self.requirement)}|{excluded}|{self.force or ''}"
+        # without a distro requirement, the key is what it always was
+        return key if self.distro is None else f"{key}|distro:{self.distro.key}"
 
 
 @dataclass
@@ -58,6 +68,7 @@ class SystemEntry:
     condition: Condition = Condition.AUTOMATED
     recipe: int | None = None  # the recipe that holds it
     held_by: str | None = None  # reserved or loaned to this person: not offered to the queue
+    vm: str | None = None  # a VM slot of the lab's provider: the size a VM made here has
 
 
 class RecipeEntry:
@@ -116,6 +127,10 @@ class SetEntry:
     max_retries: int = 0
     attempt: int = 1
     retry_of: int | None = None
+    # the predicted run time (None: none), and the time the core plans with: the prediction
+    # when backfilling on predictions (raised while it runs past it), else max_time
+    predicted: float | None = None
+    plan: float | None = None
     lab: str | None = None  # the lab it holds or runs in
     held_since: float | None = None
     started_at: float | None = None
@@ -223,6 +238,7 @@ class RecipeSubmission:
     role: str | None = None
     excluded: frozenset[str] = frozenset()
     force: str | None = None
+    distro: DistroRequirement | None = None  # a tree its system's lab must carry
 
 
 @dataclass(frozen=True)
@@ -242,9 +258,20 @@ class SetSubmission:
     locks: LockNeeds = NO_NEEDS
     blocked: str | None = None
     buckets: tuple[tuple[str, int], ...] = ()
+    predicted: float | None = None  # seconds it is expected to run (domain/prediction.py)
 
 
-def set_entry(submission: SetSubmission, recipes: list[RecipeEntry]) -> SetEntry:
+def plan_of(predicted: float | None, max_time: float | None, on_predictions: bool) -> float | None:
+    """The run time the core plans a set with: its prediction (at most its max_time) when
+    backfilling on predictions and it has one, else its declared max_time."""
+    if not on_predictions or predicted is None:
+        return max_time
+    return predicted if max_time is None else min(predicted, max_time)
+
+
+def set_entry(
+    submission: SetSubmission, recipes: list[RecipeEntry], on_predictions: bool = False
+) -> SetEntry:
     """The core's entry for a submitted set with these recipes."""
     return SetEntry(
         id=submission.id,
@@ -257,6 +284,8 @@ def set_entry(submission: SetSubmission, recipes: list[RecipeEntry]) -> SetEntry
         max_retries=submission.max_retries,
         attempt=submission.attempt,
         retry_of=submission.retry_of,
+        predicted=submission.predicted,
+        plan=plan_of(submission.predicted, submission.max_time, on_predictions),
         locks=submission.locks,
         blocked=submission.blocked,
         buckets=submission.buckets,

@@ -20,6 +20,7 @@ from labq.domain.model import EVERYBODY, AccessPolicy
 from labq.domain.priority import Priority
 from labq.domain.requirements import AllOf, Compare, Requirement, exact, matches
 from labq.domain.states import Condition
+from labq.scheduler.catalogue import Catalogue
 from labq.scheduler.entries import SchedulerConfig, SetEntry, SystemEntry, ViabilityClass
 from labq.scheduler.freshness import Freshness
 from labq.scheduler.order import OrderKey, order_key
@@ -100,6 +101,11 @@ class ClassIndex:
     class) would be quadratic at lab scale, so systems are indexed by their
     facts and classes by one of their ``prop = value`` terms: only systems (or
     classes) that agree on it are evaluated.
+
+    A class with a distro requirement is met where the static part is and the
+    system's lab carries a tree for it (``catalogue``): its systems meeting the
+    static part are kept (``_static``), so a lab's new trees re-fit only those
+    (:meth:`refit`), never re-evaluating a requirement.
     """
 
     classes: dict[str, ViabilityClass] = field(default_factory=dict)
@@ -114,6 +120,8 @@ class ClassIndex:
     kinds_of: dict[str, frozenset[str]] = field(default_factory=dict)
     members: dict[frozenset[str], set[str]] = field(default_factory=dict)  # kind -> its systems
     _kinds: dict[frozenset[str], frozenset[str]] = field(default_factory=dict)
+    catalogue: Catalogue = field(default_factory=Catalogue)
+    _static: dict[str, set[str]] = field(default_factory=dict)  # distro class -> static met
 
     def add_class(self, klass: ViabilityClass) -> str:
         """Register a class (once) and find the systems that meet it."""
@@ -132,6 +140,9 @@ class ClassIndex:
             self._general.add(key)
             candidates = self._all
         met = {fqdn for fqdn in candidates if meets(self._all[fqdn], klass)}
+        if klass.distro is not None:
+            self._static[key] = met
+            met = {f for f in met if self.catalogue.serves(self._all[f], klass.distro)}
         self.systems_of[key] = met
         for fqdn in met:
             self.classes_of.setdefault(fqdn, set()).add(key)
@@ -148,10 +159,38 @@ class ClassIndex:
         for fact in facts:
             candidates |= self._by_term.get(fact, set())
         met = {key for key in candidates if meets(system, self.classes[key])}
+        for key in met & self._static.keys():
+            self._static[key].add(system.fqdn)
+            if not self.catalogue.serves(system, self.classes[key].distro):
+                met.discard(key)
         self.classes_of[system.fqdn] = met
         for key in met:
             self.systems_of[key].add(system.fqdn)
         self._kind(system.fqdn)
+
+    def refit(self, lab: str | None) -> set[str]:
+        """After the trees of ``lab`` (None: of every lab) changed: the distro classes each of
+        its systems meets again; returns the systems whose classes changed."""
+        changed: set[str] = set()
+        for key, static in self._static.items():
+            distro = self.classes[key].distro
+            met = self.systems_of[key]
+            for fqdn in static:
+                system = self._all[fqdn]
+                if lab is not None and system.lab != lab:
+                    continue
+                if self.catalogue.serves(system, distro) == (fqdn in met):
+                    continue
+                changed.add(fqdn)
+                if fqdn in met:
+                    met.discard(fqdn)
+                    self.classes_of[fqdn].discard(key)
+                else:
+                    met.add(fqdn)
+                    self.classes_of[fqdn].add(key)
+        for fqdn in changed:
+            self._kind(fqdn)
+        return changed
 
     def _kind(self, fqdn: str) -> None:
         was = self.kinds_of.get(fqdn)
@@ -166,7 +205,7 @@ class ClassIndex:
         self.members.setdefault(kind, set()).add(fqdn)
 
 
-Cell = tuple[int, float]  # (smallest width, smallest max_time) of the sets it holds
+Cell = tuple[int, float]  # (smallest width, smallest plan) of the sets it holds
 ANY: Cell = (0, 0.0)  # the one cell of a queue that is not shaped
 
 
@@ -191,7 +230,7 @@ def time_floor(max_time: float | None) -> float:
 
 def cell_of(entry: SetEntry) -> Cell:
     """Where a waiting set sits in a shaped queue: by what it still needs and how long it runs."""
-    return (width_floor(entry.missing), time_floor(entry.max_time))
+    return (width_floor(entry.missing), time_floor(entry.plan))
 
 
 @dataclass(frozen=True)
@@ -212,7 +251,7 @@ class Window:
         width = entry.missing
         if width > self.width:
             return False
-        timed = entry.max_time is not None and entry.max_time <= self.time
+        timed = entry.plan is not None and entry.plan <= self.time
         return timed or width <= self.extra
 
     def within(self, other: Window) -> bool:
@@ -237,6 +276,10 @@ class Queue:
         self._buckets: dict[str, dict[Cell, Lanes]] = {}
         self._live: set[tuple[int, str, int, Cell]] = set()  # (set, class, version, cell)
         self._walking = False
+
+    def members(self) -> set[int]:
+        """The sets with an item in the queue (some may have started since: check)."""
+        return {live[0] for live in self._live}
 
     def push(self, entry: SetEntry, klass: str) -> bool:
         """Put a waiting set in the heap for one of its classes (once; never an ineligible one);

@@ -142,8 +142,10 @@ class Placer:
         policy: AccessPolicy,
         waiting: Mapping[str, int],
         fresh: Freshness,
+        virtual: Set[str] = frozenset(),
     ) -> None:
         self.index = index
+        self.virtual = virtual  # VM slots: taken only when no physical system would do
         self.systems = systems
         self.policy = policy
         self.waiting = waiting  # class -> waiting sets with a recipe of it (the waitlist's)
@@ -217,7 +219,8 @@ class Placer:
     ) -> dict[int, str]:
         """A maximum matching of the set's unplaced recipes (``every``: all) onto ``available``.
 
-        Systems in ``avoid`` (borrowed ones) are taken last.
+        Systems in ``avoid`` (borrowed ones) are taken last, VM slots after them: a VM
+        is made only for a recipe no available physical system can serve.
         """
         recipes = entry.recipes if every else entry.unplaced()
         by_class: dict[str, list[RecipeEntry]] = {}
@@ -226,20 +229,34 @@ class Placer:
         if len(by_class) == 1:  # one class takes the first systems in order: only those
             ((key, wanted),) = by_class.items()
             pool = self.pool(lab, key, entry.group) & available
-            candidates = {key: self._best(pool, len(wanted), avoid)}
+            candidates = {key: self._physical_first(pool, len(wanted), avoid)}
         else:
             candidates = {
                 key: self._preferred(self.pool(lab, key, entry.group) & available)
                 for key in by_class
             }
-            if avoid:
-                candidates = {k: sorted(v, key=lambda f: f in avoid) for k, v in candidates.items()}
+            if avoid or self.virtual:
+                virtual = self.virtual
+                candidates = {
+                    k: sorted(v, key=lambda f: (f in virtual, f in avoid))
+                    for k, v in candidates.items()
+                }
         given = gang_match({k: len(v) for k, v in by_class.items()}, candidates)
         placement: dict[int, str] = {}
         for key, systems in given.items():
             for recipe, fqdn in zip(by_class[key], systems, strict=False):
                 placement[recipe.id] = fqdn
         return placement
+
+    def _physical_first(self, pool: Set[str], count: int, avoid: Set[str]) -> list[str]:
+        """:meth:`_best` of the physical systems, then of the VM slots if they fall short."""
+        virtual = pool & self.virtual if self.virtual else frozenset()
+        if not virtual:
+            return self._best(pool, count, avoid)
+        out = self._best(pool - virtual, count, avoid)
+        if len(out) < count:
+            out += self._best(virtual, count - len(out), avoid)
+        return out
 
     def demand(self, fqdn: str) -> int:
         """How many waiting sets have a recipe that could use the system."""

@@ -54,6 +54,17 @@ class Profile:
             self._busy[lab].discard(fqdn)
             self._fresh.profile_moved(lab)
 
+    def overdue(self, lab: str, now: float) -> list[str]:
+        """The lab's busy systems planned to be free before ``now`` (not those that could end
+        any moment): a cost of log n plus what it returns."""
+        ends = self._ends.get(lab, [])
+        at = bisect.bisect_right(ends, (COULD_END_NOW, "\U0010ffff"))
+        found = []
+        while at < len(ends) and ends[at][0] < now:
+            found.append(ends[at][1])
+            at += 1
+        return found
+
     def ends(self, lab: str) -> Sequence[End]:
         """The lab's busy systems with their declared ends, soonest first (do not change it)."""
         return self._ends.get(lab, [])

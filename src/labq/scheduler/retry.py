@@ -43,7 +43,7 @@ def retry_decision(
             continue
         avoid = klass.excluded | {aborted_on[recipe.id]}
         excluded[recipe.index] = avoid
-        avoiding = ViabilityClass(klass.requirement, avoid, klass.force)
+        avoiding = ViabilityClass(klass.requirement, avoid, klass.force, klass.distro)
         problem = _why_nothing_fits(entry, recipe, avoiding, systems, policy)
         if problem:
             problems.append(problem)

@@ -61,12 +61,13 @@ class Roster:
     def recipes_of(self, submission: SetSubmission) -> list[RecipeEntry]:
         """The set's recipes, each with its viability class (registered once in the index)."""
         recipes = []
-        keys: dict[tuple[int, frozenset[str], str | None], str] = {}  # a wide set repeats one
+        # a wide set repeats one
+        keys: dict[tuple[int, frozenset[str], str | None, object], str] = {}
         for index, spec in enumerate(submission.recipes):
-            same = (id(spec.requirement), spec.excluded, spec.force)
+            same = (id(spec.requirement), spec.excluded, spec.force, spec.distro)
             key = keys.get(same)
             if key is None:
-                klass = ViabilityClass(spec.requirement, spec.excluded, spec.force)
+                klass = ViabilityClass(spec.requirement, spec.excluded, spec.force, spec.distro)
                 key = keys[same] = self._index.add_class(klass)
             recipes.append(RecipeEntry(spec.id, submission.id, index, key, spec.role))
         return recipes
@@ -75,7 +76,8 @@ class Roster:
         """A new set joins the books and waits in the queues of its classes."""
         if submission.id in self._books.sets:
             raise ValueError(f"recipe set {submission.id} is already known")
-        entry = set_entry(submission, self.recipes_of(submission))
+        on = self._books.config.backfill_on_predictions
+        entry = set_entry(submission, self.recipes_of(submission), on)
         self._books.add_set(entry)
         self._waitlist.join(entry)
         self._weights.joined(entry)
@@ -133,7 +135,7 @@ class Roster:
             return
         if began is not None:
             self._waitlist.leave(entry)
-            end = None if entry.max_time is None else began + entry.max_time
+            end = None if entry.plan is None else began + entry.plan
             self._profile.occupy(entry.lab, (r.system for r in entry.recipes if r.system), end)
         else:
             self._books.add_holder(entry, entry.lab)

@@ -16,13 +16,16 @@ from labq.scheduler.admission import Admission
 from labq.scheduler.backfill import Backfill
 from labq.scheduler.books import Books
 from labq.scheduler.choice import Chooser
+from labq.scheduler.distros import Trees
 from labq.scheduler.entries import RecipeEntry, SchedulerConfig, SetEntry, SystemEntry
+from labq.scheduler.forecast import Forecast, forecasts
 from labq.scheduler.freshness import Freshness
 from labq.scheduler.holds import Holds
 from labq.scheduler.index import ClassIndex
 from labq.scheduler.lockline import Keeper
 from labq.scheduler.order import Rank
 from labq.scheduler.placement import Placer
+from labq.scheduler.planning import Planner
 from labq.scheduler.predictive import RunningLocks
 from labq.scheduler.profile import Profile
 from labq.scheduler.reservation import Reservation
@@ -48,7 +51,9 @@ class CoreState:
         waitlist = self._waitlist = Waitlist(fresh)
         books = self._books = Books(config, fresh, waitlist)
         index = self._index = ClassIndex()
-        placer = self._placer = Placer(index, books.systems, policy, waitlist.demand, fresh)
+        placer = self._placer = Placer(
+            index, books.systems, policy, waitlist.demand, fresh, books.virtual
+        )
         profile = self._profile = Profile(fresh)
         backfill = self._backfill = self.backfill_class(
             books, placer, profile, index, policy, config, waitlist, fresh
@@ -64,6 +69,8 @@ class CoreState:
         )
         self._roster = Roster(books, index, waitlist, weights, holds, profile)
         self._chooser = Chooser(books, placer, admission, keeper, backfill, holds)
+        self._planner = Planner(books, profile, waitlist, config)
+        self._trees = Trees(books, index, placer, fresh)
 
     # --- what others read ------------------------------------------------------------
 
@@ -165,6 +172,16 @@ class CoreState:
     def busy_until(self, fqdn: str, now: float) -> float | None:
         """When a system running a started set is declared free (None: it runs none)."""
         return self._profile.free_at(fqdn, now) if self._profile.busy(fqdn) else None
+
+    def forecasts(self, now: float) -> Mapping[int, Forecast]:
+        """Each waiting and running set's forecast start and end (scheduler/forecast.py:
+        from the profile and the reservations; costs W·S log S for W waiting sets).
+        ``now`` is the core's last event time at the earliest; nothing changes."""
+        if now < self._books.now:
+            raise ValueError(f"time went backwards: {now} < {self._books.now}")
+        waiting = self._waitlist.queue.members() | set().union(*self._books.holders.values())
+        parts = (self._books, self._profile, self._placer, self._backfill)
+        return forecasts(*parts, waiting, now)
 
     def declared_ends(self) -> dict[str, float]:
         """Every busy system and its declared end (what a recomputation must equal)."""

@@ -18,6 +18,7 @@ from labq.scheduler.entries import (
     SystemEntry,
     ViabilityClass,
 )
+from labq.scheduler.forecast import Forecast
 from labq.scheduler.order import Rank
 from labq.scheduler.reservation import Reservation
 
@@ -105,6 +106,9 @@ class SchedulerView(Protocol):
 
     def busy_until(self, fqdn: str, now: float) -> float | None:
         """When a system running a started set is declared free (None: it runs none)."""
+
+    def forecasts(self, now: float) -> Mapping[int, Forecast]:
+        """Each waiting and running set's forecast start and end (scheduler/forecast.py)."""
 
     def candidates(
         self, system: SystemEntry, now: float

@@ -26,5 +26,13 @@ class Kill:
     set: int
 
 
-Action = Launch | Kill | d.Stop
+@dataclass(frozen=True)
+class EndKept:
+    """The reservation of VM slot ``system`` ended: destroy the VM its ``<reservesys>``
+    kept (before any set launched on the slot makes a new one: the quota holds)."""
+
+    system: str
+
+
+Action = Launch | Kill | EndKept | d.Stop
 Actions = list[Action]

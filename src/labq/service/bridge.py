@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final, assert_never
 
+from labq.domain.distro import DistroTree
 from labq.domain.model import System
 from labq.domain.reservesys import reserve_for
 from labq.domain.states import RecipeState, Usage
@@ -34,6 +35,7 @@ from labq.scheduler import decisions as d
 from labq.scheduler.core import Scheduler
 from labq.scheduler.entries import RecipeSubmission, SchedulerConfig, SetSubmission, SystemEntry
 from labq.scheduler.restore import RestoredRecipe, RestoredSet
+from labq.service import predicting
 from labq.service.actions import Actions, Launch
 from labq.store import Repository, epoch
 from labq.store.reservations import RESERVE
@@ -77,8 +79,10 @@ def rebuild(repo: Repository, config: SchedulerConfig) -> Scheduler:
     held = repo.reservations.open_reservations()
     for entry in systems:  # reserved and loaned systems stay out of the queue
         entry.held_by = held[entry.fqdn].holder if entry.fqdn in held else None
-    sets = [_restored(u) for u in repo.restore.unfinished_sets() if not _unseen(u)]
-    scheduler.restore(systems, sets, held=repo.locks.held_locks())
+    stored = [u for u in repo.restore.unfinished_sets() if not _unseen(u)]
+    predicted = predicting.predict_sets(repo, stored, keep=False)  # kept ones, mostly
+    sets = [_restored(u, predicting.seconds(predicted[u.id])) for u in stored]
+    scheduler.restore(systems, sets, held=repo.locks.held_locks(), trees=trees_by_lab(repo))
     # paused queues hold again; run-out ones end at next check
     for pause in repo.pauses.list_pauses():
         scheduler.pause_lab(pause.lab, scheduler.now)
@@ -92,11 +96,10 @@ def resume(repo: Repository, scheduler: Scheduler, *, now: datetime) -> Actions:
     All exist only when the service stopped between a commit and the event
     that should have followed it.
     """
-    unseen = [
-        _submission(u)
-        for u in repo.restore.unfinished_sets()
-        if _unseen(u) and u.id not in scheduler.sets
-    ]
+    unseen = _submissions(
+        repo,
+        [u for u in repo.restore.unfinished_sets() if _unseen(u) and u.id not in scheduler.sets],
+    )
     out = settle(repo, scheduler, scheduler.submit(unseen, epoch(now)), now=now)
     for ended in repo.restore.ended_sets_owing_retry():
         if ended.id in scheduler.sets:
@@ -113,14 +116,26 @@ def resume(repo: Repository, scheduler: Scheduler, *, now: datetime) -> Actions:
     return out + settle(repo, scheduler, pending, now=now)
 
 
+def trees_by_lab(repo: Repository, lab: str | None = None) -> dict[str, list[DistroTree]]:
+    """The distro trees of every lab (or of ``lab``), by lab."""
+    out: dict[str, list[DistroTree]] = {} if lab is None else {lab: []}
+    for tree in repo.distros.trees(lab):
+        out.setdefault(tree.lab, []).append(tree)
+    return out
+
+
 def system_entry(system: System) -> SystemEntry:
     """A stored system as the core sees it."""
-    return SystemEntry(system.fqdn, system.lab, system.facts(), system.pools, system.condition)
+    size = system.attributes.get("vm_size")  # a VM slot (labq.service.vms)
+    vm = size if isinstance(size, str) else None
+    return SystemEntry(
+        system.fqdn, system.lab, system.facts(), system.pools, system.condition, vm=vm
+    )
 
 
 def submissions(repo: Repository, set_ids: Iterable[int]) -> list[SetSubmission]:
-    """The stored sets (unfinished ones) as submissions for the core, by id."""
-    return [_submission(u) for u in repo.restore.unfinished_sets(set_ids=list(set_ids))]
+    """The stored sets (unfinished ones) as submissions for the core, by id, predicted."""
+    return _submissions(repo, repo.restore.unfinished_sets(set_ids=list(set_ids)))
 
 
 # --- from the core into the database ------------------------------------------------
@@ -248,11 +263,8 @@ def submit_jobs(
     """
     with repo.atomic():
         # a retried set has ended, so the unfinished ones are the jobs' current attempts
-        subs = [
-            _submission(u)
-            for u in repo.restore.unfinished_sets(jobs=list(job_ids))
-            if u.id not in scheduler.sets
-        ]
+        stored = repo.restore.unfinished_sets(jobs=list(job_ids))
+        subs = _submissions(repo, [u for u in stored if u.id not in scheduler.sets])
         if not subs:
             return []
         return settle(repo, scheduler, scheduler.submit(subs, epoch(now)), now=now)
@@ -291,6 +303,7 @@ def finish(
                 state = outcomes[recipe.id]
                 repo.moves.move_recipe(recipe.id, state, now=now, reason=reason)
             ended[recipe.id] = state
+        repo.history.record_run(set_id, now=now)  # what the predictions learn from
         decisions = _keep_reserved(repo, scheduler, set_id, now)  # before the core frees them
         decisions += scheduler.finish(set_id, ended, epoch(now))
         served = repo.locks.release_locks(set_id, now=now)  # however it ended
@@ -350,6 +363,8 @@ def _apply_one(repo: Repository, decision: d.Decision, now: datetime) -> Applied
             claim = new_claim()
             repo.supervisors.start_recipe_set(set_id, lab=lab, now=now, claim=claim)
             return Launch(set_id, claim)
+        case d.CreateVm():
+            pass  # the set's supervisor makes the VM as it installs the recipe
         case d.Idle(system=system):
             repo.systems.set_usage(system, Usage.IDLE, now=now)
         case d.Cancel(recipe=recipe):
@@ -376,12 +391,19 @@ def _unseen(stored: UnfinishedSet) -> bool:
     return all(r.state is RecipeState.NEW for r in stored.recipes)
 
 
-def _submission(stored: UnfinishedSet) -> SetSubmission:
+def _submissions(repo: Repository, stored: list[UnfinishedSet]) -> list[SetSubmission]:
+    """Sets as the core takes them, each with its run-time prediction (made and kept now
+    for a set that has none yet)."""
+    predicted = predicting.predict_sets(repo, stored)
+    return [_submission(u, predicting.seconds(predicted[u.id])) for u in stored]
+
+
+def _submission(stored: UnfinishedSet, predicted: float | None = None) -> SetSubmission:
     return SetSubmission(
         id=stored.id,
         job=stored.job,
         recipes=tuple(
-            RecipeSubmission(r.id, r.requirement, r.role, r.excluded, r.force)
+            RecipeSubmission(r.id, r.requirement, r.role, r.excluded, r.force, r.distro)
             for r in stored.recipes
         ),
         priority=stored.priority,
@@ -394,10 +416,11 @@ def _submission(stored: UnfinishedSet) -> SetSubmission:
         locks=stored.locks,
         blocked=stored.blocked,
         buckets=stored.buckets,
+        predicted=predicted,
     )
 
 
-def _restored(stored: UnfinishedSet) -> RestoredSet:
+def _restored(stored: UnfinishedSet, predicted: float | None) -> RestoredSet:
     """Where the core left a stored set's recipes.
 
     The core keeps every recipe of a started set scheduled on its system until
@@ -417,7 +440,7 @@ def _restored(stored: UnfinishedSet) -> RestoredSet:
         else:
             recipes.append(RestoredRecipe(recipe.id, recipe.state))
     return RestoredSet(
-        submission=_submission(stored),
+        submission=_submission(stored, predicted),
         recipes=tuple(recipes),
         started_at=None if stored.started_at is None else epoch(stored.started_at),
         # The database keeps no hold start; the oldest hold it still has is the best bound.

@@ -19,6 +19,7 @@ from labq.config import Settings
 from labq.domain.events import (
     AccessChanged,
     ConditionChanged,
+    DistrosChanged,
     FiltersChanged,
     JobsCancelled,
     JobSubmitted,
@@ -123,6 +124,16 @@ def _access_changed(
     fresh = bridge.rebuild(repo, context.settings.scheduler())
     free = sorted(f for systems in fresh.free.values() for f in systems)
     return Outcome(bridge.settle(repo, fresh, fresh.offer(free, epoch(now)), now=now), core=fresh)
+
+
+def _distros_changed(
+    context: Context, repo: Repository, core: Scheduler, event: DistrosChanged, now: datetime
+) -> Outcome:
+    # the lab's trees now: holds that can no longer complete are given back; a recipe no lab
+    # can serve any more is aborted by the next consistency pass (docs/scheduling.md)
+    trees = bridge.trees_by_lab(repo, event.lab)[event.lab]
+    decisions = core.set_trees(event.lab, trees, epoch(now))
+    return Outcome(bridge.settle(repo, core, decisions, now=now))
 
 
 def _locks_changed(
@@ -325,6 +336,7 @@ ROUTES: Final[Mapping[type[Any], Route]] = dict(
         _on(SystemAdded, _system_added),
         _on(ConditionChanged, _condition_changed),
         _on(AccessChanged, _access_changed),
+        _on(DistrosChanged, _distros_changed),
         _on(LocksChanged, _locks_changed),
         _on(FiltersChanged, _filters_changed, ends_jobs=True),
         _on(PauseChanged, _pause_changed),

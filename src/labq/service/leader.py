@@ -24,9 +24,10 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-import psycopg
+if TYPE_CHECKING:
+    import psycopg
 
 LOCK_ID: Final = 0x6C616273  # "labs"; the migration lock is 0x6C616271 ("labq")
 APPLICATION_NAME: Final = "labq leader"
@@ -75,6 +76,8 @@ class Leadership:
         self._resigning.set()
 
     def _run(self) -> None:
+        import psycopg  # here: a server on SQLite (no leadership to win) never needs it
+
         while not self._stopping.is_set():
             self._resigning.clear()
             try:

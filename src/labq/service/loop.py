@@ -17,7 +17,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
@@ -25,12 +25,12 @@ from sqlalchemy.engine import Engine
 
 from labq.config import Settings
 from labq.domain.events import Event
-from labq.domain.queue import QueueRow
+from labq.domain.queue import QueueRow, SetForecast
 from labq.errors import ConflictError, IllegalTransition, LeadershipLost
 from labq.scheduler.core import Scheduler
-from labq.service import bridge, eligibility, reservations
+from labq.service import bridge, eligibility, forecasting, reservations, vms
 from labq.service import events as handlers
-from labq.service.actions import Actions, Kill, Launch
+from labq.service.actions import Actions, EndKept, Kill, Launch
 from labq.service.inbox import (
     Barrier,
     ConsistencyDue,
@@ -43,7 +43,7 @@ from labq.service.inbox import (
 )
 from labq.service.outcome import Outcome
 from labq.service.queueview import rows
-from labq.store import Repository, transaction
+from labq.store import Repository, reading, transaction
 from labq.usecases.timing import DECISION_SECONDS
 
 log = logging.getLogger("labq.scheduler")
@@ -128,6 +128,14 @@ class SchedulerService:
     def start(self) -> None:
         """Rebuild from the database, catch up, and start the scheduler thread."""
         self._rebuild(catch_up=True)
+        if any(lab.vms is not None for lab in self.settings.labs.values()):
+            orphans = threading.Thread(
+                target=vms.destroy_orphans,
+                args=(self.engine, self.settings, self.settings.data_path()),
+                name="labq-vm-orphans",
+                daemon=True,
+            )
+            orphans.start()
         self._thread = threading.Thread(target=self._run, name="labq-scheduler", daemon=True)
         self._thread.start()
 
@@ -159,6 +167,19 @@ class SchedulerService:
             if self.core is None:
                 return []
             return rows(self.core, self.clock())
+
+    def forecasts(self) -> Mapping[int, SetForecast]:
+        """Each waiting and running set's forecast start and end (:mod:`.forecasting`): the
+        core's under its lock, the predictions read from the store after."""
+        with self.lock:
+            if self.core is None:
+                return {}
+            now = self.clock()
+            plans = forecasting.planned(self.core, now)
+        if not plans:
+            return {}
+        with reading(self.engine) as repo:
+            return forecasting.explained(repo, plans, now)
 
     # --- the thread -----------------------------------------------------------------
 
@@ -257,6 +278,8 @@ class SchedulerService:
                     self.dispatcher.start(action.set, action.claim)
                 elif isinstance(action, Kill):
                     self.dispatcher.kill(action.set)
+                elif isinstance(action, EndKept):
+                    vms.destroy_kept(self.engine, self.settings, action.system)
                 else:
                     self.dispatcher.stop(action.set)
             except Exception:  # the consistency pass finds a set whose launch was lost
@@ -265,6 +288,7 @@ class SchedulerService:
     def _rebuild(self, *, catch_up: bool) -> None:
         with self.lock, transaction(self.engine, savepoints=False) as repo:
             repo.leadership.fence(self.epoch)
+            vms.add_slots(repo, self.settings, now=self.clock())
             self.core = bridge.rebuild(repo, self.settings.scheduler())
             self.wake_at = reservations.next_wake(repo)
             actions = bridge.resume(repo, self.core, now=self.clock()) if catch_up else []

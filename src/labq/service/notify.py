@@ -14,15 +14,14 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Final
 
-import psycopg
 from sqlalchemy import Engine, text
 from sqlalchemy.engine import make_url
 
 from labq.domain.events import Event, decode, encode
-from labq.domain.queue import QueueRow
+from labq.domain.queue import QueueRow, SetForecast
 from labq.service.inbox import ConsistencyDue
 from labq.service.loop import SchedulerService
 
@@ -47,10 +46,16 @@ class EventRouter:
     where the one process always leads.
     """
 
-    def __init__(self, engine: Engine | None, standby_view: Callable[[], list[QueueRow]]):
+    def __init__(
+        self,
+        engine: Engine | None,
+        standby_view: Callable[[], list[QueueRow]],
+        standby_forecasts: Callable[[], Mapping[int, SetForecast]] = dict,
+    ):
         self.engine = engine
         self.service: SchedulerService | None = None
         self._standby_view = standby_view
+        self._standby_forecasts = standby_forecasts
 
     def role(self) -> str:
         """``leader`` when this process schedules, ``standby`` otherwise."""
@@ -78,6 +83,13 @@ class EventRouter:
         """The leader's view here; a standby builds one from the database."""
         service = self.service
         return service.queue_view() if service is not None else self._standby_view()
+
+    def forecasts(self) -> Mapping[int, SetForecast]:
+        """The leader's forecasts here; a standby makes them on a core it rebuilds from the
+        database, history included (as its queue view does): the same, but for what the
+        leader learnt since its last commit."""
+        service = self.service
+        return service.forecasts() if service is not None else self._standby_forecasts()
 
 
 class Listener:
@@ -109,6 +121,8 @@ class Listener:
             self._thread.join(timeout)
 
     def _run(self) -> None:
+        import psycopg  # here: a server on SQLite listens to no PostgreSQL channel
+
         first = True
         while not self._stopping.is_set():
             try:

@@ -5,6 +5,8 @@
   :func:`next_wake`, wakes the thread when the first one is due).
 
 A ``<reservesys>`` recipe's reservation opens as its set ends (``bridge.finish``).
+On a VM slot it keeps the recipe's VM; when it ends, an :class:`EndKept` destroys
+that VM before the slot is offered again.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from datetime import datetime
 
 from labq.scheduler.core import Scheduler
 from labq.service import bridge
-from labq.service.actions import Actions
+from labq.service.actions import Actions, EndKept
 from labq.store import Repository, epoch
 
 
@@ -24,10 +26,10 @@ def changed(repo: Repository, core: Scheduler, fqdn: str, now: datetime) -> Acti
         return []
     found = repo.reservations.reservation_of(fqdn)
     at = epoch(now)
-    decisions = (
-        core.release_system(fqdn, at) if found is None else core.hold_system(fqdn, found.holder, at)
-    )
-    return bridge.settle(repo, core, decisions, now=now)
+    if found is not None:
+        return bridge.settle(repo, core, core.hold_system(fqdn, found.holder, at), now=now)
+    ended = _end_kept(core, fqdn)
+    return ended + bridge.settle(repo, core, core.release_system(fqdn, at), now=now)
 
 
 def expire(repo: Repository, core: Scheduler, now: datetime) -> Actions:
@@ -35,8 +37,14 @@ def expire(repo: Repository, core: Scheduler, now: datetime) -> Actions:
     out: Actions = []
     for fqdn in repo.reservations.expire_reservations(now):
         if fqdn in core.systems:
+            out += _end_kept(core, fqdn)
             out += bridge.settle(repo, core, core.release_system(fqdn, epoch(now)), now=now)
     return out
+
+
+def _end_kept(core: Scheduler, fqdn: str) -> Actions:
+    """A VM slot's reservation ended: its kept VM goes first (none kept: nothing to do)."""
+    return [EndKept(fqdn)] if core.systems[fqdn].vm is not None else []
 
 
 def next_wake(repo: Repository) -> datetime | None:

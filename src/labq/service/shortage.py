@@ -36,7 +36,7 @@ def shortage(core: SchedulerView, entry: SetEntry, memo: Shortages) -> str | Non
 
 def _shortage(core: SchedulerView, demands: dict[str, int], group: str | None) -> str | None:
     usable: dict[str, list[str]] = {}
-    away: dict[str, Condition] = {}  # systems that may come back
+    away: dict[str, str] = {}  # systems that may come back, and why they are away
     for klass in demands:
         usable[klass] = []
         for fqdn in core.index.systems_of.get(klass, ()):
@@ -46,20 +46,21 @@ def _shortage(core: SchedulerView, demands: dict[str, int], group: str | None) -
             if condition_allows(system, core.index.classes[klass]):
                 usable[klass].append(fqdn)
             elif system.condition is not Condition.REMOVED:
-                away[fqdn] = system.condition
+                held = system.held_by is not None and system.condition is Condition.AUTOMATED
+                away[fqdn] = f"held by {system.held_by}" if held else system.condition.value
     if not away:
         return None
     for lab in sorted(core.free):
         in_lab = {k: [f for f in fs if core.systems[f].lab == lab] for k, fs in usable.items()}
         if is_complete(demands, gang_match(demands, in_lab)):
             return None  # it fits on systems usable now, once they are free: its turn
-    conditions = sorted({c.value for c in away.values()})
+    conditions = sorted(set(away.values()))
     if not any(usable.values()):
         if len(conditions) == 1:
             return f"every matching system is {conditions[0]}: {_names(sorted(away))}"
-        shown = [f"{f} ({away[f].value})" for f in sorted(away)]
+        shown = [f"{f} ({away[f]})" for f in sorted(away)]
         return f"every matching system is {' or '.join(conditions)}: {_names(shown)}"
-    shown = [f"{f} ({away[f].value})" for f in sorted(away)]
+    shown = [f"{f} ({away[f]})" for f in sorted(away)]
     return f"too few matching systems are usable now; the others are away: {_names(shown)}"
 
 

@@ -98,7 +98,10 @@ def export_scenario(
             names.of("group", job.group)
     released = repo.accounting.released_at(r.id for j in jobs for s in j.sets for r in s.recipes)
     notes: list[str] = []
-    out_jobs = [_job(j, t0, epoch(until), released, names, notes) for j in jobs]
+    # the run-time predictions the scheduler planned with, kept with each set: a replay
+    # plans with the same ones, not with what it could learn itself
+    planned = repo.history.predictions_of(s.id for j in jobs for s in j.sets)
+    out_jobs = [_job(j, t0, epoch(until), released, planned, names, notes) for j in jobs]
     events = [
         {"at": at, "system": names.of("system", fqdn), "condition": cond.value}
         for at, fqdn, cond in changes
@@ -181,6 +184,7 @@ def _job(
     t0: float,
     end: float,
     released: Mapping[int, datetime],
+    planned: Mapping[int, Mapping[str, Any]],
     names: Names,
     notes: list[str],
 ) -> dict[str, Any]:
@@ -193,15 +197,17 @@ def _job(
             _recipe(r, rs, stored, t0, end, released, names, notes)
             for r, rs in zip(stored.recipes, spec.recipes, strict=True)
         ]
-        sets.append(
-            {
-                "priority": stored.spec.priority.label,
-                "max_retries": stored.spec.max_retries,
-                "max_time": stored.spec.max_time,
-                "locks": names.scrub(dict(stored.spec.locks)),
-                "recipes": recipes,
-            }
-        )
+        exported = {
+            "priority": stored.spec.priority.label,
+            "max_retries": stored.spec.max_retries,
+            "max_time": stored.spec.max_time,
+            "locks": names.scrub(dict(stored.spec.locks)),
+            "recipes": recipes,
+        }
+        prediction = planned.get(stored.id, {}).get("seconds")
+        if prediction is not None:
+            exported["predicted"] = prediction
+        sets.append(exported)
     out: dict[str, Any] = {
         "id": f"job-{job.id}",
         "submit_at": max(0.0, epoch(job.submitted_at) - t0),

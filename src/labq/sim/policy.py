@@ -7,6 +7,7 @@ import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
 
+from labq.domain.distro import DistroTree
 from labq.domain.locktable import Grant
 from labq.domain.model import AccessPolicy
 from labq.domain.priority import Priority
@@ -45,6 +46,7 @@ class Policy(Protocol):
     def release_system(self, fqdn: str, now: float) -> list[Decision]: ...
     def pause_lab(self, lab: str, now: float) -> list[Decision]: ...
     def resume_lab(self, lab: str, now: float) -> list[Decision]: ...
+    def set_trees(self, lab: str, trees: Iterable[DistroTree], now: float) -> list[Decision]: ...
     def consistency_pass(self, now: float) -> list[Decision]: ...
     def tick(self, now: float) -> list[Decision]: ...
 
@@ -78,6 +80,26 @@ class LabqFifoPolicy(LabqPolicy):
         super().__init__(dataclasses.replace(config, predictive=False), access, rng)
 
 
+class LabqPredictPolicy(LabqPolicy):
+    """The real core backfilling on run times it learned from the sets that ended before
+    (``backfill_on_predictions``; sim/predicting.py): labq with predictions on."""
+
+    name = "labq-predict"
+    predicts = "learned"
+
+    def __init__(
+        self, config: SchedulerConfig, access: AccessPolicy, rng: random.Random | None = None
+    ):
+        super().__init__(dataclasses.replace(config, backfill_on_predictions=True), access, rng)
+
+
+class LabqIdealPolicy(LabqPredictPolicy):
+    """The real core told every set's real run time: what perfect predictions would give."""
+
+    name = "labq-ideal"
+    predicts = "actual"
+
+
 PolicyFactory = Callable[[SchedulerConfig, AccessPolicy, random.Random], Policy]
 
 
@@ -85,4 +107,10 @@ def registry() -> dict[str, PolicyFactory]:
     """Every policy by name."""
     from labq.sim.baselines import BASELINES
 
-    return {"labq": LabqPolicy, "labq-fifo": LabqFifoPolicy, **BASELINES}
+    return {
+        "labq": LabqPolicy,
+        "labq-fifo": LabqFifoPolicy,
+        "labq-predict": LabqPredictPolicy,
+        "labq-ideal": LabqIdealPolicy,
+        **BASELINES,
+    }

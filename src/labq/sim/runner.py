@@ -9,15 +9,20 @@ from typing import Final
 
 from labq.domain import requirements
 from labq.domain.contention import LockNeeds
+from labq.domain.distro import REQUIREMENT_KEY, DistroRequirement
 from labq.domain.job import JobSpec
 from labq.domain.locks import parse_locks
 from labq.domain.locktable import Grant
 from labq.domain.model import AccessPolicy, System
 from labq.domain.requirements import Requirement
+from labq.domain.states import Condition
 from labq.errors import InputError
+from labq.scheduler.vms import slots as vm_slots
+from labq.scheduler.vms import vm_attributes
 from labq.sim import world as w
 from labq.sim.locking import Hold
 from labq.sim.policy import Policy, registry
+from labq.sim.predicting import Foresight
 from labq.sim.runs import LockStep, RecipeRun, SetRun
 from labq.sim.scenario import Scenario, SimJob, SimRecipe, SimRecipeSet
 from labq.sim.world import World
@@ -83,6 +88,9 @@ def build_world(
     world = World(
         policy=policy, access=access_policy(scenario), install_time=scenario.config.install_time
     )
+    predicts = getattr(policy, "predicts", None)
+    if predicts:
+        world.foresight = Foresight(predicts)
     for spec in scenario.all_systems():
         system = System(
             fqdn=spec.fqdn,
@@ -92,9 +100,20 @@ def build_world(
             pools=frozenset(spec.pools),
         )
         world.add_system(system, spec.condition)
+    for lab, trees in sorted(scenario.distros.items()):
+        world.set_trees(lab, [t.tree(lab) for t in trees])
+    # a scenario that names no tree checks no distro, as labq with an empty catalogue
+    distros = bool(scenario.distros) or any(e.distros is not None for e in scenario.events)
+    for lab, settings in sorted(scenario.vms.items()):
+        quota = settings.quota(lab)
+        for fqdn, size in vm_slots(quota):
+            slot = System(fqdn, lab, quota.arch, vm_attributes(quota, size), quota.pools)
+            world.add_system(slot, Condition.AUTOMATED, vm=size.name)
     job_ids = {}
     for job in scenario.jobs:
-        sets = _job_sets(world, job, files.get(job.id), scenario.config.queue.lock_levels)
+        sets = _job_sets(
+            world, job, files.get(job.id), scenario.config.queue.lock_levels, distros=distros
+        )
         job_ids[job.id] = tuple(world_set.id for world_set in sets)
     return world, job_ids
 
@@ -189,6 +208,8 @@ def scenario_event(world: World, event: object) -> None:
             world.at(ends.at, w.CONTROL, ends)
     elif event.system is not None and event.release:
         world.apply(world.policy.release_system(event.system, world.now))
+    elif event.lab is not None and event.distros is not None:
+        world.set_trees(event.lab, [t.tree(event.lab) for t in event.distros])
     elif event.lab is not None and event.pause is not None:
         change = world.policy.pause_lab if event.pause else world.policy.resume_lab
         world.apply(change(event.lab, world.now))
@@ -208,7 +229,7 @@ def scenario_event(world: World, event: object) -> None:
 
 
 def _job_sets(
-    world: World, job: SimJob, spec: JobSpec | None, levels: tuple[str, ...]
+    world: World, job: SimJob, spec: JobSpec | None, levels: tuple[str, ...], *, distros: bool
 ) -> list[SetRun]:
     """The set attempts of one scenario job, registered in the world."""
     if job.recipe_sets is not None:
@@ -233,18 +254,25 @@ def _job_sets(
             max_retries=rs.max_retries,
             locks=LockNeeds.of(parse_locks(rs.locks, levels)),
             recipes=[],
+            signature=tuple((level, key) for level, key in job.signature),
+            predicted=rs.predicted,
         )
-        run.recipes = _recipe_runs(world, run.id, rs)
+        run.recipes = _recipe_runs(world, run.id, rs, distros=distros)
         world.add_set(run)
         runs.append(run)
     return runs
 
 
-Parsed = tuple[Requirement, str | list[str], frozenset[str], tuple[LockStep, ...]]
+Parsed = tuple[
+    Requirement, str | list[str], frozenset[str], tuple[LockStep, ...], DistroRequirement | None
+]
 
 
-def _recipe_runs(world: World, set_id: int, recipe_set: SimRecipeSet) -> list[RecipeRun]:
-    """The recipe attempts of a set (a trace's set repeats one recipe N times: parse it once)."""
+def _recipe_runs(
+    world: World, set_id: int, recipe_set: SimRecipeSet, *, distros: bool
+) -> list[RecipeRun]:
+    """The recipe attempts of a set (a trace's set repeats one recipe N times: parse it once);
+    ``distros``: with their distro requirements."""
     parsed: dict[int, Parsed] = {}
     runs = []
     for recipe in recipe_set.recipes:
@@ -256,8 +284,11 @@ def _recipe_runs(world: World, set_id: int, recipe_set: SimRecipeSet) -> list[Re
                 outcome if isinstance(outcome, str) else list(outcome.abort_on),
                 frozenset(recipe.exclude),
                 lock_plan(recipe),
+                None
+                if recipe.distro is None or not distros
+                else DistroRequirement.of(recipe.distro),
             )
-        requirement, outcome_of, excluded, plan = known
+        requirement, outcome_of, excluded, plan, distro = known
         runs.append(
             RecipeRun(
                 id=world.new_id(),
@@ -269,6 +300,7 @@ def _recipe_runs(world: World, set_id: int, recipe_set: SimRecipeSet) -> list[Re
                 excluded=excluded,
                 force=recipe.force,
                 plan=plan,
+                distro=distro,
             )
         )
     return runs
@@ -291,6 +323,7 @@ def _from_spec(raw: dict[str, object], job: SimJob) -> SimRecipeSet:
             {
                 "role": recipe["role"],
                 "host": recipe["host"],
+                "distro": (recipe.get("metadata") or {}).get(REQUIREMENT_KEY),
                 "force": recipe["force"],
                 "exclude": recipe["exclude"],
                 "duration": job.duration,

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from labq.domain.contention import NO_NEEDS, LockNeeds
+from labq.domain.distro import DistroRequirement
 from labq.domain.locktable import Grant
 from labq.domain.priority import Priority
 from labq.domain.requirements import Requirement
@@ -39,6 +40,7 @@ class RecipeRun:
     excluded: frozenset[str] = frozenset()
     force: str | None = None
     plan: tuple[LockStep, ...] = ()  # its lock plan, in order of ``at``
+    distro: DistroRequirement | None = None  # a tree its system's lab must carry
     state: RecipeState = RecipeState.NEW
     system: str | None = None
     ran_on: str | None = None  # the last system it was given; kept after it lets go
@@ -74,6 +76,8 @@ class SetRun:
     lock_wait_declared: float = 0.0  # seconds from start until its declared locks were granted
     lock_wait_run: float = 0.0  # seconds some recipe of it was blocked on a plan lock
     lock_waiting: str | None = None  # what it waits on now, in plain words
+    predicted: float | None = None  # the run time the policy is told to expect (sim/predicting.py)
+    signature: tuple[tuple[str, str], ...] = ()  # the kind of work (domain/prediction.py)
 
     @property
     def lock_wait(self) -> float:
@@ -86,7 +90,7 @@ class SetRun:
             id=self.id,
             job=hash(self.job) & 0x7FFFFFFF,
             recipes=tuple(
-                RecipeSubmission(r.id, r.requirement, r.role, r.excluded, r.force)
+                RecipeSubmission(r.id, r.requirement, r.role, r.excluded, r.force, r.distro)
                 for r in self.recipes
             ),
             priority=self.priority,
@@ -97,4 +101,5 @@ class SetRun:
             attempt=self.attempt,
             retry_of=self.retry_of,
             locks=self.locks,
+            predicted=self.predicted,
         )

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_core import PydanticCustomError
 
 from labq.config import Aging, Holds, Queue, Retry, scheduler_config
+from labq.domain.distro import DistroTree
 from labq.domain.job import JobSpec, PriorityField
 from labq.domain.locks import LockError, parse_locks
 from labq.domain.priority import Priority
@@ -25,6 +26,7 @@ from labq.formats.source import (
     validation_error,
 )
 from labq.scheduler.entries import SchedulerConfig
+from labq.vmconfig import VmQuotaSettings
 
 Name = Annotated[str, Field(min_length=1, max_length=255)]
 
@@ -73,6 +75,33 @@ class SystemSpec(_Strict):
             self.model_copy(update={"fqdn": f"{head}-{i}{dot}{tail}", "count": None})
             for i in range(1, self.count + 1)
         ]
+
+
+class TreeSpec(_Strict):
+    """A distro tree a lab carries (``distros:``): what a recipe's ``distro`` is matched with."""
+
+    name: Name
+    arch: Name = "x86_64"
+    family: str = ""  # Beaker's OSMajor: RedHatEnterpriseLinux9
+    version: str = ""
+    variant: str = ""
+    os_type: str = ""
+    os_version: str = ""
+    tags: list[Name] = Field(default_factory=list)
+
+    def tree(self, lab: str) -> DistroTree:
+        """The lab's tree."""
+        return DistroTree(
+            lab=lab,
+            name=self.name,
+            arch=self.arch,
+            family=self.family,
+            version=self.version,
+            variant=self.variant,
+            os_type=self.os_type,
+            os_version=self.os_version,
+            tags=frozenset(self.tags),
+        )
 
 
 Outcome = Literal["pass", "fail", "abort"]
@@ -124,6 +153,7 @@ class SimRecipe(_Strict):
     outcome: Outcome | AbortOn = "pass"
     role: Name | None = None
     host: dict[str, Any] | None = None
+    distro: dict[str, Any] | None = None  # a distro requirement (native form), as distroRequires
     force: Name | None = None
     exclude: list[Name] = Field(default_factory=list)
     tasks: list[dict[str, Any]] = Field(default_factory=list)
@@ -148,6 +178,7 @@ class SimRecipeSet(_Strict):
     priority: PriorityField = Priority.NORMAL
     max_retries: Annotated[int, Field(ge=0)] = 0
     max_time: Annotated[float, Field(gt=0)] | None = None
+    predicted: Annotated[float, Field(gt=0)] | None = None  # the run time the core is told
     locks: dict[str, Any] = Field(default_factory=dict)  # read with the configured lock levels
     recipes: Annotated[list[SimRecipe], Field(min_length=1)]
 
@@ -163,6 +194,8 @@ class SimJob(_Strict):
     recipe_sets: list[SimRecipeSet] | None = None
     duration: Annotated[float, Field(ge=0)] = 60.0  # for recipes of `file`/`job` jobs
     outcome: Outcome = "pass"
+    # the kind of work, finest level first: [level, key] pairs (domain/prediction.py)
+    signature: list[tuple[str, str]] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _one_source(self) -> SimJob:
@@ -175,7 +208,7 @@ class SimJob(_Strict):
 class SimEvent(_Strict):
     """Something that happens at ``at``: a condition change, a cancel, a priority change,
     a system reserved or loaned to a person (for ``for`` seconds, or until released),
-    a release, a lab's queue paused or resumed."""
+    a release, a lab's queue paused or resumed, a lab's distro trees changed."""
 
     at: Annotated[float, Field(ge=0)]
     system: Name | None = None
@@ -186,6 +219,7 @@ class SimEvent(_Strict):
     release: Literal[True] | None = None
     lab: Name | None = None
     pause: bool | None = None  # true: the lab's queue pauses; false: it resumes
+    distros: list[TreeSpec] | None = None  # the lab's trees from now on (none: [])
     cancel: Name | None = None
     job: Name | None = None
     priority: PriorityField | None = None
@@ -199,14 +233,15 @@ class SimEvent(_Strict):
             on_system and self.loan is not None,
             on_system and self.release is not None,
             self.lab is not None and self.pause is not None,
+            self.lab is not None and self.distros is not None,
             self.cancel is not None,
             self.job is not None and self.priority is not None,
         ]
         if sum(kinds) != 1:
             raise ValueError(
                 "an event is one of {system, condition}, {system, reserve[, for]},"
-                " {system, loan[, for]}, {system, release}, {lab, pause}, {cancel}"
-                " or {job, priority}"
+                " {system, loan[, for]}, {system, release}, {lab, pause}, {lab, distros},"
+                " {cancel} or {job, priority}"
             )
         if self.hold is not None and self.person is None:
             raise ValueError("for goes with reserve or loan")
@@ -224,6 +259,8 @@ class Scenario(_Strict):
     labs: list[Name] = Field(default_factory=list)
     pools: list[PoolSpec] = Field(default_factory=list)
     systems: list[SystemSpec] = Field(default_factory=list)
+    distros: dict[Name, list[TreeSpec]] = Field(default_factory=dict)  # lab -> its trees
+    vms: dict[Name, VmQuotaSettings] = Field(default_factory=dict)  # lab -> its VM quota
     jobs: list[SimJob] = Field(default_factory=list)
     events: list[SimEvent] = Field(default_factory=list)
 
@@ -341,6 +378,10 @@ def _check_references(scenario: Scenario, source: str) -> None:
         seen.add(fqdn)
     pools = {p.name for p in scenario.pools}
     labs = set(scenario.labs) | {s.lab for s in scenario.systems}
+    for lab in scenario.vms:
+        if scenario.labs and lab not in scenario.labs:
+            raise InputError(f"unknown lab {lab!r}", source=source, place=f"vms.{lab}")
+    labs |= set(scenario.vms)
     for i, system in enumerate(scenario.systems):
         if scenario.labs and system.lab not in scenario.labs:
             raise InputError(
@@ -351,6 +392,9 @@ def _check_references(scenario: Scenario, source: str) -> None:
                 raise InputError(
                     f"unknown pool {pool!r}", source=source, place=f"systems[{i}].pools"
                 )
+    for lab in scenario.distros:
+        if lab not in labs:
+            raise InputError(f"no lab {lab!r}", source=source, place=f"distros.{lab}")
     for i, event in enumerate(scenario.events):
         named = event.cancel or event.job
         if named is not None and named not in ids:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, TextIO
 
+from labq.domain.prediction import swf_signature
 from labq.errors import InputError
 from labq.sim.scenario import Scenario, SimConfig, SimJob, SimRecipe, SimRecipeSet, SystemSpec
 
@@ -38,6 +39,7 @@ class TraceJob:
     requested_time: float
     user: int
     group: int
+    executable: int = -1  # field 14: with the user and the width, the job's kind
 
 
 def load_swf(path: str | Path, *, nodes: int | None, limit: int | None, estimate: str) -> Scenario:
@@ -88,7 +90,7 @@ def read_trace(path: str | Path) -> tuple[int | None, list[TraceJob]]:
     header: dict[str, int] = {}
     jobs: list[TraceJob] = []
     try:
-        with _open(path) as handle:
+        with open_trace(path) as handle:
             for number, line in _numbered(handle):
                 text = line.strip()
                 if not text:
@@ -108,7 +110,8 @@ def read_trace(path: str | Path) -> tuple[int | None, list[TraceJob]]:
     return header.get("maxnodes") or header.get("maxprocs"), jobs
 
 
-def _open(path: str | Path) -> TextIO:
+def open_trace(path: str | Path) -> TextIO:
+    """The trace's text, gzipped or not."""
     if str(path).endswith(".gz"):
         return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
     return open(path, encoding="utf-8")
@@ -142,6 +145,7 @@ def _job(text: str, source: str, line: int) -> TraceJob:
         requested_time=values[8],
         user=int(values[11]),
         group=int(values[12]),
+        executable=int(values[13]),
     )
 
 
@@ -184,7 +188,12 @@ def _sim_jobs(jobs: list[TraceJob], factor: float | None) -> list[SimJob]:
                 "recipes": [recipe] * job.processors,  # identical and immutable: one will do
             }
         )
-        update = {"id": ident, "submit_at": job.submit, "group": _group(job)}
+        update = {
+            "id": ident,
+            "submit_at": job.submit,
+            "group": _group(job),
+            "signature": list(swf_signature(job.user, job.executable, job.processors)),
+        }
         out.append(job_proto.model_copy(update={**update, "recipe_sets": [recipe_set]}))
     return out
 

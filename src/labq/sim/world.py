@@ -15,13 +15,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from labq.domain.distro import DistroTree
 from labq.domain.lifecycle import Ledger
 from labq.domain.model import AccessPolicy, System
 from labq.domain.states import Condition, RecipeState, Result, Usage
 from labq.scheduler import decisions as d
+from labq.scheduler.core import Scheduler
 from labq.scheduler.entries import SystemEntry
 from labq.sim.locking import Hold, Locking
 from labq.sim.policy import Policy
+from labq.sim.predicting import ForecastLog, Foresight
 from labq.sim.runs import RecipeRun, SetRun
 
 # Order of kinds at the same instant: ends free systems before new work arrives,
@@ -50,7 +53,12 @@ class World:
     lab_running: Counter[str] = field(default_factory=Counter)
     lab_running_peak: Counter[str] = field(default_factory=Counter)
     submitted: set[int] = field(default_factory=set)
+    trees: dict[str, tuple[DistroTree, ...]] = field(default_factory=dict)  # lab -> carried
+    # when, recipe, slot, and the lab's physical systems idle at that moment (for checks)
+    vms_created: list[tuple[float, int, str, tuple[str, ...]]] = field(default_factory=list)
     locking: Locking = field(init=False)
+    foresight: Foresight | None = None  # predictions the policy is told (sim/predicting.py)
+    forecasts: ForecastLog | None = None  # the core's forecasts, logged (sim/predicting.py)
     _heap: list[tuple[float, int, int, tuple[Any, ...]]] = field(default_factory=list)
     _seq: itertools.count[int] = field(default_factory=itertools.count)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
@@ -94,12 +102,18 @@ class World:
 
     # --- systems -----------------------------------------------------------------------
 
-    def add_system(self, system: System, condition: Condition) -> None:
-        """A system joins at the current time; the policy hears of it."""
+    def add_system(self, system: System, condition: Condition, vm: str | None = None) -> None:
+        """A system joins at the current time; the policy hears of it (``vm``: a VM slot of
+        this size)."""
         system.condition = condition
         self.ledger.add_system(system, self.now)
-        entry = SystemEntry(system.fqdn, system.lab, system.facts(), system.pools, condition)
+        entry = SystemEntry(system.fqdn, system.lab, system.facts(), system.pools, condition, vm=vm)
         self.apply(self.policy.add_system(entry, self.now))
+
+    def set_trees(self, lab: str, trees: Sequence[DistroTree]) -> None:
+        """The lab carries exactly these distro trees from now on."""
+        self.trees[lab] = tuple(trees)
+        self.apply(self.policy.set_trees(lab, trees, self.now))
 
     def set_condition(self, fqdn: str, condition: Condition) -> None:
         """An admin changes a system's condition."""
@@ -120,9 +134,14 @@ class World:
         """The new-job event for some sets."""
         fresh = [i for i in set_ids if self.sets[i].finished_at is None]
         self.submitted.update(fresh)
+        if self.foresight is not None:
+            for i in fresh:
+                self.foresight.predict(self.sets[i], self.install_time)
         subs = [self.sets[i].submission() for i in fresh]
         if subs:
             self.apply(self.policy.submit(subs, self.now))
+            if self.forecasts is not None and isinstance(self.policy, Scheduler):
+                self.forecasts.submitted(self.policy, fresh, self.now)
 
     def cancel_unsubmitted(self, set_id: int) -> None:
         """A job cancelled before it arrived never reaches the policy."""
@@ -136,6 +155,8 @@ class World:
         for decision in decisions:
             self.decisions += 1
             self._apply_one(decision)
+        if decisions and self.forecasts is not None and isinstance(self.policy, Scheduler):
+            self.forecasts.decided(self.policy, self.now)
 
     def _apply_one(self, decision: d.Decision) -> None:
         now = self.now
@@ -157,6 +178,17 @@ class World:
                 self.ledger.set_usage(decision.system, Usage.IDLE, now)
         elif isinstance(decision, d.Start):
             self._start(self.sets[decision.set], decision.lab)
+        elif isinstance(decision, d.CreateVm):
+            idle = tuple(
+                s.fqdn
+                for s in self.ledger.systems.values()
+                if s.lab == decision.lab
+                and s.recipe is None
+                and s.usage in (Usage.IDLE, Usage.PENDING)
+                and s.condition is Condition.AUTOMATED
+                and "vm_size" not in s.attributes
+            )
+            self.vms_created.append((now, decision.recipe, decision.system, idle))
         elif isinstance(decision, d.Cancel):
             self._end(decision.recipe, RecipeState.CANCELLED)
         elif isinstance(decision, d.Abort):
@@ -242,6 +274,8 @@ class World:
             outcomes[recipe.id] = state
             self._end(recipe.id, state, whole_set=True)
         self._close(run)
+        if self.foresight is not None:
+            self.foresight.learn(run, outcomes)
         self.apply(self.policy.finish(set_id, outcomes, self.now))
 
     def _outcome(self, run: SetRun, recipe: RecipeRun) -> tuple[RecipeState, Result | None]:
@@ -286,6 +320,7 @@ class World:
             locks=run.locks,
             retry_of=run.id,
             recipes=[],
+            signature=run.signature,
         )
         for i, recipe in enumerate(run.recipes):
             clone.recipes.append(

@@ -26,7 +26,7 @@ class AccessStore:
             if self.conn.execute(select(Pools.id).where(Pools.name == name)).first():
                 raise ConflictError(f"pool {name!r} already exists")
             stmt = insert(Pools).values(name=name, restricted=False).returning(Pools.id)
-            pool_id = self.conn.execute(stmt).scalar_one()
+            pool_id = self.db.insert_new(stmt, f"pool {name!r} already exists")  # VM pools too
             self.db.log(now, actor, "pool", "add", object_id=pool_id, name=name)
         return pool_id
 

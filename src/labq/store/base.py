@@ -8,7 +8,9 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from sqlalchemy import ColumnElement, Connection, Row, case, insert, literal, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import InstrumentedAttribute
+from sqlalchemy.sql.dml import ReturningInsert
 
 from labq.domain.states import Condition, Usage
 from labq.errors import ConflictError, NotFoundError
@@ -55,6 +57,17 @@ class Db:
             return
         with self.conn.begin_nested():
             yield
+
+    def insert_new(self, stmt: ReturningInsert[int], taken: str) -> int:
+        """Insert one row under a unique name; its id. Another transaction may have made
+        the same name since the caller looked (PostgreSQL: this insert then waits on the
+        unique index and fails): that is :class:`ConflictError` ``taken``, not a 500."""
+        try:
+            with self.conn.begin_nested():
+                made: int = self.conn.execute(stmt).scalar_one()
+        except IntegrityError:
+            raise ConflictError(taken) from None
+        return made
 
     # --- lookups by name -------------------------------------------------------
 

@@ -12,18 +12,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import platformdirs
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy import URL, Connection, Engine, create_engine, event, make_url, text
 from sqlalchemy.exc import OperationalError, ProgrammingError
 from sqlalchemy.pool import NullPool
 
 from labq.errors import LabqError
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 ENV_VAR: Final = "LABQ_DB"
 SQLITE_BUSY_TIMEOUT_S: Final = 30.0
@@ -147,6 +146,10 @@ def migrations_dir() -> Path:
 
 def alembic_config(connection: Connection | None = None) -> Config:
     """An Alembic configuration for labq's migrations, optionally bound to a connection."""
+    # Alembic is imported where it is used: a server or a supervisor that only opens the
+    # database would pay a third of a second of CPU for it at every start
+    from alembic.config import Config
+
     config = Config(str(migrations_dir() / "alembic.ini"))
     config.set_main_option("script_location", str(migrations_dir()))
     if connection is not None:
@@ -156,6 +159,8 @@ def alembic_config(connection: Connection | None = None) -> Config:
 
 def head_revision() -> str:
     """The newest migration shipped with this version of labq."""
+    from alembic.script import ScriptDirectory
+
     head = ScriptDirectory.from_config(alembic_config()).get_current_head()
     assert head is not None, "labq ships at least one migration"
     return str(head)
@@ -167,6 +172,8 @@ def upgrade(url: str | URL, revision: str = "head") -> str:
     Safe to run again: an up-to-date database is left as it is. Concurrent
     upgrades wait for one another (SQLite's write lock, a PostgreSQL advisory lock).
     """
+    from alembic import command
+
     engine = make_engine(url)
     try:
         with migrating(engine) as conn:
@@ -178,6 +185,8 @@ def upgrade(url: str | URL, revision: str = "head") -> str:
 
 def downgrade(url: str | URL, revision: str) -> str:
     """Take the schema back to ``revision`` (``base`` drops everything labq made)."""
+    from alembic import command
+
     engine = make_engine(url)
     try:
         with migrating(engine) as conn:
@@ -198,6 +207,8 @@ def current_revision(url: str | URL) -> str | None:
 
 
 def _revision_of(conn: Connection) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
     rev = MigrationContext.configure(conn).get_current_revision()
     return None if rev is None else str(rev)
 

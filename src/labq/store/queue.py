@@ -16,6 +16,7 @@ from sqlalchemy.orm import aliased
 
 from labq.domain.job import JobSpec
 from labq.domain.priority import Priority
+from labq.domain.runkind import SetKinds, set_kinds
 from labq.domain.states import FINAL_RECIPE_STATES, RecipeState
 from labq.errors import InputError, NotFoundError
 from labq.store.base import Db
@@ -76,7 +77,8 @@ class QueueStore:
             if run_id is not None:
                 self.conn.execute(update(Jobs).where(Jobs.id == job_id).values(run_id=run_id))
             for position, recipe_set in enumerate(canonical["recipe_sets"]):
-                self.insert_set(job_id, position, recipe_set, now=now)
+                kinds = set_kinds(canonical, position, recipe_set)
+                self.insert_set(job_id, position, recipe_set, now=now, kinds=kinds)
             self.db.log(now, owner, "job", "submit", object_id=job_id, new=source_format)
         return job_id
 
@@ -206,8 +208,17 @@ class QueueStore:
         now: datetime,
         retry_of: int | None = None,
         attempt: int = 1,
+        kinds: SetKinds | None = None,
     ) -> int:
-        """Insert a set from its canonical (native JSON) form; ``position`` None appends."""
+        """Insert a set from its canonical (native JSON) form; ``position`` None appends.
+
+        ``kinds``: what kind of work it is (:mod:`labq.domain.runkind`); a retry is the
+        kind of work its original was.
+        """
+        if kinds is None and retry_of is not None:
+            keys = select(RecipeSets.source_key, RecipeSets.work_key)
+            row = self.conn.execute(keys.where(RecipeSets.id == retry_of)).one()
+            kinds = SetKinds(row.source_key, row.work_key)
         if position is None:
             last = select(func.max(RecipeSets.position)).where(RecipeSets.job_id == job_id)
             position = (self.conn.execute(last).scalar() or 0) + 1
@@ -223,6 +234,8 @@ class QueueStore:
                 retry_of=retry_of,
                 attempt=attempt,
                 submitted_at=now,
+                source_key=None if kinds is None else kinds.source,
+                work_key=None if kinds is None else kinds.work,
             )
             .returning(RecipeSets.id)
         ).scalar_one()

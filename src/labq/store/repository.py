@@ -22,9 +22,11 @@ from labq.store.agents import AgentStore
 from labq.store.base import Db
 from labq.store.batch import BatchMoves
 from labq.store.database import READ_ONLY
+from labq.store.distros import DistroStore
 from labq.store.extensions import ExtensionStore
 from labq.store.figures import FigureStore
 from labq.store.filters import FilterStore
+from labq.store.history import HistoryStore
 from labq.store.jobs import JobStore
 from labq.store.leadership import LeadershipStore
 from labq.store.locks import LockStore
@@ -59,11 +61,13 @@ class Repository:
     systems: SystemStore  # labs, systems, conditions, usage history
     system_edits: SystemEditStore  # editing and removing systems
     reservations: ReservationStore
+    distros: DistroStore  # each lab's distro trees
     # Jobs
     jobs: JobStore  # every read of a job, its sets and recipes
     queue: QueueStore  # submitting, cancelling, reprioritising
     sources: SourceStore  # the documents jobs came from, clones
     runs: RunStore
+    history: HistoryStore  # how long past runs took, for predictions
     retries: RetryStore
     extensions: ExtensionStore  # extending the max_time of running sets
     admission: AdmissionStore  # dependencies, and what a job's sets may do
@@ -97,11 +101,13 @@ class Repository:
         self.supervisors = SupervisorStore(db)
         self.system_edits = SystemEditStore(db, self.access, self.systems, self.supervisors)
         self.reservations = ReservationStore(db)
+        self.distros = DistroStore(db)
         self.moves = RecipeMoves(db)
         self.jobs = JobStore(db)
         self.queue = QueueStore(db, self.people, self.moves)
         self.sources = SourceStore(db)
         self.runs = RunStore(db, self.jobs, self.queue)
+        self.history = HistoryStore(db)
         self.retries = RetryStore(db, self.jobs, self.queue)
         self.extensions = ExtensionStore(db)
         self.filters = FilterStore(db)

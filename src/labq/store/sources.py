@@ -7,11 +7,12 @@ spec instead.
 
 from __future__ import annotations
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import func, insert, select, update
+from sqlalchemy.orm import aliased
 
 from labq.errors import NotFoundError
 from labq.store.base import Db
-from labq.store.tables import Jobs, JobSources
+from labq.store.tables import Jobs, JobSources, RecipeSets
 
 
 class SourceStore:
@@ -42,9 +43,25 @@ class SourceStore:
         return document
 
     def mark_clone(self, job_id: int, *, of: int) -> None:
-        """Record that ``job_id`` was cloned from job ``of``."""
+        """Record that ``job_id`` was cloned from job ``of``; its sets take the source keys of
+        the original's sets at the same positions (a clone chain is one job's history)."""
         with self.db.atomic():
             self.conn.execute(update(Jobs).where(Jobs.id == job_id).values(cloned_from=of))
+            original = aliased(RecipeSets)
+            key = (
+                select(original.source_key)
+                .where(
+                    original.job_id == of,
+                    original.position == RecipeSets.position,
+                    original.retry_of.is_(None),
+                )
+                .scalar_subquery()
+            )
+            self.conn.execute(
+                update(RecipeSets)
+                .where(RecipeSets.job_id == job_id)
+                .values(source_key=func.coalesce(key, RecipeSets.source_key))
+            )
 
     def clones_of(self, job_id: int) -> list[int]:
         """The jobs cloned from ``job_id``, oldest first."""

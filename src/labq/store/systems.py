@@ -33,8 +33,9 @@ class SystemStore:
         with self.db.atomic():
             if self.conn.execute(select(Labs.id).where(Labs.name == name)).first():
                 raise ConflictError(f"lab {name!r} already exists")
-            lab_id = self.conn.execute(insert(Labs).values(name=name).returning(Labs.id))
-            new_id = lab_id.scalar_one()
+            # a leader makes the labs of its VM slots: an admin may be making one too
+            stmt = insert(Labs).values(name=name).returning(Labs.id)
+            new_id = self.db.insert_new(stmt, f"lab {name!r} already exists")
             self.db.log(now, actor, "lab", "add", object_id=new_id, name=name)
         return new_id
 

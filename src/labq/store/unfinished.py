@@ -15,6 +15,7 @@ from sqlalchemy.orm import aliased
 
 from labq.domain import requirements
 from labq.domain.contention import LockNeeds
+from labq.domain.distro import requirement_of
 from labq.domain.locks import parse_locks
 from labq.domain.model import System
 from labq.domain.priority import Priority
@@ -23,7 +24,16 @@ from labq.store.admission import AdmissionStore
 from labq.store.base import Db
 from labq.store.jobstate import retry_owed_clause
 from labq.store.systems import SystemStore
-from labq.store.tables import Groups, Jobs, Labs, RecipeExcludes, Recipes, RecipeSets, Systems
+from labq.store.tables import (
+    Groups,
+    Jobs,
+    Labs,
+    RecipeExcludes,
+    Recipes,
+    RecipeSets,
+    Systems,
+    Users,
+)
 from labq.store.views import UnfinishedRecipe, UnfinishedSet
 
 
@@ -96,8 +106,13 @@ class RestoreStore:
                 Labs.name.label("lab"),
                 RecipeSets.started_at,
                 RecipeSets.locks,
+                RecipeSets.source_key,
+                RecipeSets.work_key,
+                RecipeSets.prediction,
+                Users.name.label("owner"),
             )
             .join(Jobs, Jobs.id == RecipeSets.job_id)
+            .join(Users, Users.id == Jobs.owner_id)
             .outerjoin(Groups, Groups.id == Jobs.group_id)
             .outerjoin(Labs, Labs.id == RecipeSets.lab_id)
             .where(*where)
@@ -123,6 +138,10 @@ class RestoreStore:
                 locks=LockNeeds.of(parse_locks(row.locks)),
                 blocked=None if row.started_at is not None else admitted[row.job_id].blocked,
                 buckets=admitted[row.job_id].buckets,
+                source_key=row.source_key,
+                work_key=row.work_key,
+                owner=row.owner,
+                prediction=row.prediction,
             )
             for row in rows
         ]
@@ -168,6 +187,7 @@ class RestoreStore:
                 Recipes.state,
                 Systems.fqdn,
                 Recipes.scheduled_at,
+                Recipes.meta,
             )
             .outerjoin(Systems, Systems.id == Recipes.system_id)
             .where(in_chosen)
@@ -184,6 +204,7 @@ class RestoreStore:
                     state=RecipeState(row.state),
                     system=row.fqdn,
                     scheduled_at=row.scheduled_at,
+                    distro=requirement_of(row.meta),
                 )
             )
         return out

@@ -6,12 +6,13 @@ Recipe-set and job states are properties computed from the recipes
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from labq.domain.contention import NO_NEEDS, LockNeeds
+from labq.domain.distro import DistroRequirement
 from labq.domain.job import JobSpec, RecipeSetSpec
 from labq.domain.model import User
 from labq.domain.priority import Priority
@@ -213,6 +214,7 @@ class UnfinishedRecipe:
     state: RecipeState
     system: str | None  # held, or (once ended) where it ran
     scheduled_at: datetime | None
+    distro: DistroRequirement | None = None  # a catalogue tree its system's lab must carry
 
 
 @dataclass(frozen=True)
@@ -234,6 +236,11 @@ class UnfinishedSet:
     locks: LockNeeds = NO_NEEDS
     blocked: str | None = None  # why it may not run yet (a dependency, a filter); waiting only
     buckets: tuple[tuple[str, int], ...] = ()  # rate-limit buckets (filters, reason)
+    # what its run-time prediction is looked up by (labq.domain.runkind), and the one kept
+    source_key: str | None = None
+    work_key: str | None = None
+    owner: str = ""
+    prediction: Mapping[str, Any] | None = None
 
     @property
     def state(self) -> RecipeState:

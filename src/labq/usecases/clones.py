@@ -18,7 +18,8 @@ from labq.domain.job import JobSpec
 from labq.domain.model import User
 from labq.domain.priority import Priority
 from labq.formats.limits import Limits
-from labq.formats.loader import Format, parse_job
+from labq.formats.loader import parse_job
+from labq.formats.names import Format
 from labq.store import JobView, Repository
 from labq.usecases.submission import submit_job
 

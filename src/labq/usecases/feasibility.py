@@ -9,6 +9,11 @@ for now is stored, and waits.
 The refusal names the field at fault (the property of a host requirement, the
 ``force``), on the line of the document it came from, and what is wrong with it
 (``labq.domain.shortfall``): the same one-line form as every error in a document.
+
+A recipe's distro requirement counts once some lab carries a tree (an empty
+catalogue everywhere checks none, docs/scheduling.md): then a system serves it
+only where its lab carries a tree the requirement admits for the system's arch,
+and a requirement no lab meets is refused naming it and the trees that exist.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from labq.domain.distro import REQUIREMENT_KEY, DistroRequirement, DistroTree, requirement_of
 from labq.domain.job import JobSpec, RecipeSetSpec, RecipeSpec
 from labq.domain.model import EVERYBODY, AccessPolicy, System
 from labq.domain.requirements import Facts, matches, signature
@@ -38,11 +44,14 @@ class Fleet:
 
     known: tuple[Known, ...]
     policy: AccessPolicy
+    trees: tuple[DistroTree, ...] = ()  # every lab's distro trees
 
     @classmethod
-    def of(cls, systems: Sequence[System], policy: AccessPolicy) -> Fleet:
+    def of(
+        cls, systems: Sequence[System], policy: AccessPolicy, trees: Sequence[DistroTree] = ()
+    ) -> Fleet:
         """The fleet of ``systems`` (their facts worked out once, not per recipe)."""
-        return cls(tuple((s, s.facts()) for s in systems), policy)
+        return cls(tuple((s, s.facts()) for s in systems), policy, tuple(trees))
 
 
 def refuse_unrunnable(spec: JobSpec, fleet: Fleet, origins: Origins | None = None) -> None:
@@ -50,7 +59,7 @@ def refuse_unrunnable(spec: JobSpec, fleet: Fleet, origins: Origins | None = Non
     in it) no system of ``fleet`` can ever run; ``origins`` turn the field into the line
     and place of the document it was read from."""
     for index, recipe_set in enumerate(spec.recipe_sets):
-        found = _never_runs(recipe_set, fleet.known, spec.group, fleet.policy)
+        found = _never_runs(recipe_set, fleet, spec.group)
         if found is not None:
             field, key, problem = found
             path: DocPath = ("recipe_sets", index, *field)
@@ -66,16 +75,22 @@ def refuse_unrunnable(spec: JobSpec, fleet: Fleet, origins: Origins | None = Non
 Refusal = tuple[DocPath, str | None, str]
 
 
-def _never_runs(
-    recipe_set: RecipeSetSpec, systems: Sequence[Known], group: str | None, policy: AccessPolicy
-) -> Refusal | None:
+def _never_runs(recipe_set: RecipeSetSpec, fleet: Fleet, group: str | None) -> Refusal | None:
     """Why the set can never run, or None if it can."""
     candidates: dict[int, list[System]] = {}
-    alike: dict[tuple[str, tuple[str, ...], str | None], list[System]] = {}
+    alike: dict[tuple[str, tuple[str, ...], str | None, str | None], list[System]] = {}
     for index, recipe in enumerate(recipe_set.recipes):
-        key = (signature(recipe.host), tuple(sorted(recipe.exclude)), recipe.force)
+        distro = requirement_of(recipe.metadata) if fleet.trees else None
+        key = (
+            signature(recipe.host),
+            tuple(sorted(recipe.exclude)),
+            recipe.force,
+            None if distro is None else distro.key,
+        )
         if key not in alike:  # recipes with one requirement share their systems
-            usable = _could_serve(recipe, systems, group, policy)
+            usable = _could_serve(recipe, fleet.known, group, fleet.policy)
+            if not isinstance(usable, tuple) and distro is not None:
+                usable = _with_tree(usable, distro, fleet)
             if isinstance(usable, tuple):
                 field, prop, problem = usable
                 return ("recipes", index, *field), prop, problem
@@ -122,6 +137,48 @@ def _could_serve(
         names = _names(present)
         return (), None, f"every matching system is in a pool group {who!r} may not use: {names}"
     return allowed
+
+
+def _with_tree(
+    systems: list[System], distro: DistroRequirement, fleet: Fleet
+) -> list[System] | Refusal:
+    """The systems whose lab carries a tree ``distro`` admits for their arch, or why none."""
+    admitted = [t for t in fleet.trees if distro.admits(t)]
+    field: DocPath = ("metadata", REQUIREMENT_KEY)
+    if not admitted:
+        carried = _carried(fleet.trees)
+        return field, None, f"distro {distro.describe()}: no lab carries it ({carried})"
+    facts = {s.fqdn: f for s, f in fleet.known}
+    served = [
+        s
+        for s in systems
+        if any(t.lab == s.lab and t.fits(s.arch, _machine_type(facts[s.fqdn])) for t in admitted)
+    ]
+    if not served:
+        where = _carried(admitted)
+        problem = f"distro {distro.describe()}: no system it could run on is in a lab carrying"
+        return field, None, f"{problem} it for the system's arch ({where})"
+    return served
+
+
+def _machine_type(facts: Facts) -> str | None:
+    value = facts.get("machine_type")
+    return None if value in (None, "") else str(value)
+
+
+def _carried(trees: Sequence[DistroTree]) -> str:
+    """What the labs carry, in a few words: ``lab1 has Fedora40 x86_64, ...; lab2 has ...``."""
+    by_lab: dict[str, list[str]] = {}
+    for tree in trees:
+        named = f"{tree.family or tree.name} {tree.arch}"
+        if named not in by_lab.setdefault(tree.lab, []):
+            by_lab[tree.lab].append(named)
+    parts = []
+    for lab, names in sorted(by_lab.items()):
+        more = len(names) - SHOWN
+        shown = ", ".join(names[:SHOWN]) + (f" and {more} more" if more > 0 else "")
+        parts.append(f"{lab} has {shown}")
+    return "; ".join(parts)
 
 
 def _names(systems: Sequence[System]) -> str:

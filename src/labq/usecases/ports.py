@@ -10,12 +10,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Protocol
 
 from labq.domain.events import Event, EventSink
-from labq.domain.queue import QueueRow
+from labq.domain.queue import QueueRow, SetForecast
 
 
 class QueueSource(Protocol):
@@ -24,14 +24,19 @@ class QueueSource(Protocol):
     def queue_view(self) -> list[QueueRow]:
         """The queue in scheduling order, as the scheduler sees it now."""
 
+    def forecasts(self) -> Mapping[int, SetForecast]:
+        """Each waiting and running set's forecast start and end, by set id (empty: the
+        scheduler forecasts nothing here)."""
+
 
 class SchedulerPort(EventSink, QueueSource, Protocol):
-    """What the adapters hold of the scheduler: a sink for events and the queue it sees."""
+    """What the adapters hold of the scheduler: a sink for events, the queue it sees and
+    the forecasts it makes."""
 
 
 class NoScheduler:
-    """No scheduler behind the adapters (tests, a read-only replica): events go nowhere
-    and the queue is empty."""
+    """No scheduler behind the adapters (tests, a read-only replica): events go nowhere,
+    the queue is empty and nothing is forecast."""
 
     def post(self, event: Event) -> None:
         """Nothing to tell."""
@@ -39,6 +44,10 @@ class NoScheduler:
     def queue_view(self) -> list[QueueRow]:
         """No scheduler, no queue."""
         return []
+
+    def forecasts(self) -> Mapping[int, SetForecast]:
+        """No scheduler, no forecasts."""
+        return {}
 
 
 class WorkBell:

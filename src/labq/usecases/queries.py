@@ -9,16 +9,18 @@ asks for it and hands it here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import Field, asdict, dataclass
 from datetime import datetime
 from fnmatch import fnmatchcase
 from typing import Any, ClassVar, Protocol
 
 from labq.domain.model import EVERYBODY
+from labq.domain.queue import SetForecast
 from labq.domain.states import RecipeState
 from labq.store import JobView, Repository
 from labq.store.selection import JobLabel, JobQuery
+from labq.usecases.forecasts import forecast_json, forecasts_of
 
 _UNKNOWN = JobLabel(owner=None, group=None, whiteboard=None, run=None)  # not stored (a test's)
 
@@ -27,6 +29,10 @@ class QueuedSet(Protocol):
     """One row of the scheduler's queue view (a ``QueueRow``): what these reads use of it."""
 
     __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
+
+    @property
+    def set_id(self) -> int:
+        """The set."""
 
     @property
     def job_id(self) -> int:
@@ -70,14 +76,23 @@ def find_jobs(
     offset: int,
     now: datetime,
     queue: Callable[[], Sequence[QueuedSet]] = list,
+    forecasts: Callable[[], Mapping[int, SetForecast]] = dict,
 ) -> JobsFound:
     """A page of the jobs ``query`` picks, newest first, with what ``job list`` shows of each
-    (``queue``: the scheduler's view, asked for only when a job is shown, for why it waits)."""
+    (``queue``: the scheduler's view, asked for only when a job is shown, for why it waits;
+    ``forecasts``: the scheduler's forecasts, likewise, for its unfinished sets')."""
     total = repo.jobs.count_found(query)
     page = repo.jobs.find_jobs(query, limit=limit, offset=offset)
     runs = repo.jobs.run_names(j.id for j in page)
     reasons = reasons_by_job(queue()) if page else {}
-    rows = {j.id: job_row(j, now, runs.get(j.id), reasons.get(j.id)) for j in page}
+    known = forecasts() if page else {}
+    rows = {
+        j.id: {
+            **job_row(j, now, runs.get(j.id), reasons.get(j.id)),
+            "forecasts": forecasts_of(known, (s.id for s in j.current_sets)),
+        }
+        for j in page
+    }
     return JobsFound(total, page, rows)
 
 
@@ -130,8 +145,12 @@ def queue_rows(
     state: RecipeState | None = None,
     whiteboard: str | None = None,
     run: str | None = None,
+    forecasts: Mapping[int, SetForecast] | None = None,
 ) -> list[dict[str, Any]]:
-    """The queue's rows with owner, group, whiteboard and run, keeping those that match."""
+    """The queue's rows with owner, group, whiteboard and run, keeping those that match;
+    each with its ``forecast`` (:func:`~labq.usecases.forecasts.forecast_json`, None when
+    the scheduler made none)."""
+    known = forecasts or {}
     labels = repo.jobs.job_labels(row.job_id for row in view)
     out = []
     for row in view:
@@ -148,7 +167,9 @@ def queue_rows(
             continue
         if run is not None and label.run != run:
             continue
-        out.append({**asdict(row), **asdict(label)})
+        forecast = known.get(row.set_id)
+        shown = None if forecast is None else forecast_json(forecast)
+        out.append({**asdict(row), **asdict(label), "forecast": shown})
     return out
 
 

@@ -17,7 +17,8 @@ from labq.domain.job import JobSpec
 from labq.domain.model import User
 from labq.errors import ConflictError, ForbiddenError, InputError
 from labq.formats.limits import Limits
-from labq.formats.loader import Format, detect_format, read_job
+from labq.formats.loader import detect_format, read_job
+from labq.formats.names import Format
 from labq.formats.origins import Origins
 from labq.store import Repository
 from labq.usecases.feasibility import Fleet
@@ -67,7 +68,9 @@ def submit_run(
     """Store the run and every job of it, each checked as a submission is; their ids."""
     run_id = repo.runs.create_run(name, owner=caller.name, now=now, meta=dict(meta))
     # storing a job changes no system or pool: every job is checked against one load
-    fleet = Fleet.of(repo.systems.list_systems(), repo.access.load_access_policy())
+    fleet = Fleet.of(
+        repo.systems.list_systems(), repo.access.load_access_policy(), repo.distros.trees()
+    )
     return [_submit_named(repo, caller, job, now=now, run_id=run_id, fleet=fleet) for job in jobs]
 
 

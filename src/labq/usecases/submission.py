@@ -22,7 +22,8 @@ from labq.domain.model import User
 from labq.domain.retention import check_tag, job_tag
 from labq.errors import ConflictError, ForbiddenError, RequestError
 from labq.formats.limits import Limits
-from labq.formats.loader import Format, detect_format, read_job
+from labq.formats.loader import detect_format, read_job
+from labq.formats.names import Format
 from labq.formats.origins import Origins
 from labq.formats.source import decode_document
 from labq.store import Repository
@@ -113,7 +114,9 @@ def submit_job(
     admit_job(repo, job_id, spec)
     # a set no system can ever run is refused, and the transaction stores nothing
     if fleet is None:
-        fleet = Fleet.of(repo.systems.list_systems(), repo.access.load_access_policy())
+        fleet = Fleet.of(
+            repo.systems.list_systems(), repo.access.load_access_policy(), repo.distros.trees()
+        )
     refuse_unrunnable(spec, fleet, origins)
     return job_id
 

@@ -48,11 +48,20 @@ def add_system(
 
 def runs_on(settings: Settings, system: System, *, by_agent: bool) -> RunsOn:
     """Where the lab's tasks will run, said when the system is added: a lab with no
-    backend configured runs them on the server's own host, whatever the fqdn says."""
+    backend configured runs them on the server's own host, whatever the fqdn says;
+    a VM slot (a ``vm_size`` in a lab with a provider) runs them in its VMs."""
     lab = system.lab
     if by_agent:
         note = f"lab {lab!r} is served by a lab agent: it runs the tasks as its settings say"
         return RunsOn("agent", note)
+    vms = settings.lab(lab).vms
+    if vms is not None and "vm_size" in system.attributes:
+        note = (
+            f"a VM slot of lab {lab!r}: each recipe placed here gets a VM of size"
+            f" {system.attributes['vm_size']} from the lab's {vms.kind} provider, and its"
+            " tasks run in that VM over ssh; see VM providers in docs/operations.md"
+        )
+        return RunsOn(vms.kind, note)
     if settings.lab(lab).backend == "ssh":
         user = settings.lab(lab).ssh.user
         return RunsOn("ssh", f"runs tasks on {system.fqdn} over ssh as {user}")

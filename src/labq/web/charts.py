@@ -23,19 +23,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from html import escape
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-import matplotlib
-from matplotlib import dates as mdates
-from matplotlib.axes import Axes
-from matplotlib.figure import Figure
-from matplotlib.patches import Patch, PathPatch, Rectangle
-from matplotlib.path import Path
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from matplotlib.path import Path
 
-# Text stays text in the SVG (not glyph outlines), and ids come out the same every
-# run. These only change SVG output; the simulator's plots are PNG.
-matplotlib.rcParams["svg.fonttype"] = "none"
-matplotlib.rcParams["svg.hashsalt"] = "labq"
+# matplotlib is imported when a chart is first drawn, not with the module: its 0.8 s of
+# CPU was paid by every server start (and every test that started one) before any page.
 
 WIDTH_IN: Final = 7.6  # 760 px at 100 dpi
 GANTT_WIDTH_IN: Final = 10.0  # a timeline gets a row of the page to itself
@@ -212,6 +208,8 @@ def gantt_chart(rows: Sequence[GanttRow], *, start: float, end: float, title: st
     Each span has its tooltip (a row has one when there are very many); states
     other than the six usages are grey.
     """
+    from matplotlib.patches import Patch, PathPatch, Rectangle
+
     if not end > start:
         raise ValueError(f"the interval ends ({utc(end)}) before it starts ({utc(start)})")
     figure, axes = _figure(1.9 + ROW_IN * max(len(rows), 1), width=GANTT_WIDTH_IN)
@@ -257,6 +255,8 @@ def gantt_chart(rows: Sequence[GanttRow], *, start: float, end: float, title: st
 
 def _bars_path(bars: Sequence[tuple[float, float, float]]) -> Path:
     """One path of many bars ``(x0, x1, row)``."""
+    from matplotlib.path import Path
+
     vertices: list[tuple[float, float]] = []
     for x0, x1, y in bars:
         lo, hi = y - 0.38, y + 0.38
@@ -277,6 +277,13 @@ def _state_colour(state: str) -> str:
 
 
 def _figure(height: float, width: float = WIDTH_IN) -> tuple[Figure, Axes]:
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    # Text stays text in the SVG (not glyph outlines), and ids come out the same every
+    # run. These only change SVG output; the simulator's plots are PNG.
+    matplotlib.rcParams["svg.fonttype"] = "none"
+    matplotlib.rcParams["svg.hashsalt"] = "labq"
     figure = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
     axes = figure.add_subplot()
     axes.grid(color="#e4e4e4", linewidth=0.8)
@@ -292,6 +299,8 @@ def _x(seconds: float) -> float:
 
 
 def _time_axis(axes: Axes, window: tuple[float, float]) -> None:
+    from matplotlib import dates as mdates
+
     start, end = window
     if not end > start:
         raise ValueError(f"the window ends ({utc(end)}) before it starts ({utc(start)})")

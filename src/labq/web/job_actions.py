@@ -16,7 +16,7 @@ from fastapi.responses import RedirectResponse
 
 from labq.domain.priority import Priority
 from labq.domain.states import RecipeState
-from labq.formats.loader import FORMATS, Format
+from labq.formats.names import FORMATS, Format
 from labq.gateway.deps import StateDep
 from labq.gateway.schemas import Body, Name, PriorityLabel, Reason, RowId
 from labq.gateway.submitting import submit_document

@@ -8,8 +8,8 @@ history. The part that changes while the job runs is also served alone
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Annotated, Final
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Final
 
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import FileResponse, RedirectResponse
@@ -20,6 +20,7 @@ from labq.gateway.deps import AppState, StateDep
 from labq.gateway.schemas import RowId
 from labq.store import HistoryEntry, JobView, RecipeSetView, RecipeView, reading
 from labq.store.selection import JobQuery
+from labq.usecases.forecasts import forecast_times, forecasts_of
 from labq.usecases.logs import log_file, log_files
 from labq.usecases.permissions import may_change_job
 from labq.usecases.queries import find_jobs
@@ -69,6 +70,8 @@ class JobPage:
     job: JobView
     sets: list[SetBlock]
     finished: bool
+    # the scheduler's forecast of each waiting or running set (forecast_json, with "times")
+    forecasts: dict[int, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def lowest_waiting_priority(self) -> str | None:
@@ -115,7 +118,16 @@ def load_job_page(app: AppState, job_id: int) -> JobPage:
         )
         for s in job.sets
     ]
-    return JobPage(job=job, sets=sets, finished=job.state.is_final)
+    return JobPage(job=job, sets=sets, finished=job.state.is_final, forecasts=_forecasts(app, job))
+
+
+def _forecasts(app: AppState, job: JobView) -> dict[int, dict[str, Any]]:
+    """The forecasts of the job's unfinished sets, with their times in words."""
+    if job.state.is_final:
+        return {}
+    now = app.clock()
+    found = forecasts_of(app.events.forecasts(), (s.id for s in job.current_sets))
+    return {f["set_id"]: {**f, "times": forecast_times(f, now)} for f in found}
 
 
 def priority_choices(session: Session, view: JobPage) -> list[str]:
@@ -202,6 +214,7 @@ def jobs_page(
             offset=(page_no - 1) * PAGE_SIZE,
             now=app.clock(),
             queue=app.events.queue_view,
+            forecasts=app.events.forecasts,
         )
         users = [u.name for u in repo.people.list_users()]
         groups = repo.people.list_groups()

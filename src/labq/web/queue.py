@@ -2,7 +2,8 @@
 
 The rows are the scheduler's own (``events.queue_view()``, as ``GET /queue``
 reads them): effective and nominal priority, static predictive value and
-weight, age, holds, and what a set waits for. The table is also served alone
+weight, age, holds, what a set waits for, and when it should start and end
+(``events.forecasts()``). The table is also served alone
 (``/queue/live``) for the page's live updates.
 """
 
@@ -19,6 +20,7 @@ from labq.domain.states import RecipeState
 from labq.gateway.deps import AppState, StateDep
 from labq.store import reading
 from labq.usecases import queries
+from labq.usecases.forecasts import forecast_times
 from labq.web.rendering import fragment, page
 from labq.web.route import PageRoute
 from labq.web.session import SessionDep
@@ -57,8 +59,16 @@ def queue_rows(app: AppState, filters: QueueFilters | None = None) -> list[dict[
     states = {s.value: s for s in RecipeState}
     if state is not None and state not in states:
         return []
+    forecasts = app.events.forecasts()
     with reading(app.engine) as repo:
-        return queries.queue_rows(repo, view, state=states.get(state or ""), **given)
+        rows = queries.queue_rows(
+            repo, view, state=states.get(state or ""), forecasts=forecasts, **given
+        )
+    now = app.clock()
+    for row in rows:  # the times in words, as `labq queue` prints them
+        forecast = row["forecast"]
+        row["forecast_times"] = None if forecast is None else forecast_times(forecast, now)
+    return rows
 
 
 def _context(rows: list[dict[str, Any]], filters: QueueFilters) -> dict[str, Any]:

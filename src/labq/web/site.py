@@ -8,6 +8,7 @@ from fastapi.staticfiles import StaticFiles
 
 from labq.web import (
     agents,
+    distros,
     job_actions,
     job_verbs,
     jobs,
@@ -40,6 +41,7 @@ def install(app: FastAPI) -> None:
         system_verbs.router,
         queue.router,
         labs.router,
+        distros.router,
         agents.router,
         usage.router,
         whatif.router,

@@ -39,6 +39,7 @@ from labq.dispatch.fetch import copy_task
 from labq.dispatch.logs import MaskedLog
 from labq.dispatch.plan import SystemInfo, Workspace
 from labq.dispatch.procs import DEFAULT_GRACE, Outcome
+from labq.domain.vms import Vm
 from labq.errors import LabqError
 
 _TICK: Final = 0.05
@@ -114,6 +115,11 @@ class SshOptions:
     def from_settings(cls, ssh: SshSettings, workspace: str = "labq-workspace") -> SshOptions:
         """Options from a lab's ``ssh`` settings."""
         return cls(ssh.user, ssh.port, ssh.identity_file, ssh.known_hosts, workspace)
+
+    @classmethod
+    def for_vm(cls, vm: Vm, workspace: str = "labq-workspace") -> SshOptions:
+        """Options for a VM a provider made: its port, its own key and its host key."""
+        return cls(vm.user, vm.port, vm.identity_file, vm.known_hosts, workspace)
 
 
 class _TaskSession(asyncssh.SSHClientSession[bytes]):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from labq.sim.baselines.base import Baseline
 from labq.sim.baselines.beaker_batch import BeakerBatch
-from labq.sim.baselines.easy import Easy
+from labq.sim.baselines.easy import Easy, EasyIdeal
 from labq.sim.baselines.teuthology_dispatcher import TeuthologyDispatcher
 from labq.sim.baselines.teuthology_workers import TeuthologyWorkers
 
@@ -18,4 +18,5 @@ BASELINES: dict[str, type[Baseline]] = {
     "teuthology-dispatcher": TeuthologyDispatcher,
     "beaker-batch": BeakerBatch,
     "easy": Easy,
+    "easy-ideal": EasyIdeal,
 }

@@ -13,17 +13,19 @@ from __future__ import annotations
 import random
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
+from labq.domain.distro import DistroRequirement, DistroTree
 from labq.domain.locktable import Grant
 from labq.domain.model import AccessPolicy
 from labq.domain.priority import Priority
 from labq.domain.requirements import Requirement, matches
 from labq.domain.states import Condition, RecipeState
 from labq.scheduler import decisions as d
+from labq.scheduler.catalogue import Catalogue
 from labq.scheduler.entries import RecipeSubmission, SchedulerConfig, SetSubmission, SystemEntry
 from labq.scheduler.placement import gang_match, is_complete
 from labq.sim.baselines.books import Placement, SetQueue, SetState
 
-ClassKey = tuple[Requirement, frozenset[str], str | None, str | None]
+ClassKey = tuple[Requirement, frozenset[str], str | None, str | None, DistroRequirement | None]
 _POTENTIAL = frozenset({Condition.AUTOMATED, Condition.MANUAL})  # may serve again one day
 
 
@@ -53,6 +55,7 @@ class Baseline:
         self._pending: set[str] = set()
         self._away_for: dict[str, set[str]] = {}  # system -> why it is away (hold_system)
         self._condition_before: dict[str, Condition] = {}  # system -> its own condition
+        self.catalogue = Catalogue()  # the labs' distro trees, as the core keeps them
         # Whether anything happened since the last poll: a poll of an unchanged world
         # would find nothing to do, so it is skipped (traces poll for months).
         self.changed = True
@@ -214,6 +217,28 @@ class Baseline:
     ) -> list[d.Decision]:
         """What a running set holds: the baselines order their queues without locks."""
         return []
+
+    def set_trees(self, lab: str, trees: Iterable[DistroTree], now: float) -> list[d.Decision]:
+        """A lab's distro trees changed: viability is worked out again (rare); a waiting set
+        lets go of systems that no longer serve it."""
+        self._begin(now)
+        if self.catalogue.carry(lab, tuple(trees)) is None:
+            return self._end()
+        for key, cid in self._classes.items():
+            if key[4] is not None:
+                self._viable[cid] = self._viable_for(key)
+        self._forget_possible()
+        for state in list(self.sets.values()):
+            for recipe_id, fqdn in list(state.placed.items()):
+                lab_of = self.systems[fqdn].lab
+                if state.waiting and fqdn not in self._viable[state.klass[recipe_id]].get(
+                    lab_of, ()
+                ):
+                    self.release(
+                        state, recipe_id, f"lab {lab_of} no longer carries its distro tree"
+                    )
+        self.schedule()
+        return self._end()
 
     def consistency_pass(self, now: float) -> list[d.Decision]:
         """Refuse waiting sets that no lab can run any more (systems broke or left)."""
@@ -379,22 +404,28 @@ class Baseline:
         return state
 
     def _class_of(self, recipe: RecipeSubmission, group: str | None) -> int:
-        key: ClassKey = (recipe.requirement, recipe.excluded, recipe.force, group)
+        key: ClassKey = (recipe.requirement, recipe.excluded, recipe.force, group, recipe.distro)
         cid = self._classes.get(key)
         if cid is None:
             cid = len(self._viable)
             self._classes[key] = cid
-            viable: dict[str, set[str]] = {}
-            for system in self.systems.values():
-                if self._statically_viable(key, system):
-                    viable.setdefault(system.lab, set()).add(system.fqdn)
-            self._viable.append(viable)
+            self._viable.append(self._viable_for(key))
         return cid
 
+    def _viable_for(self, key: ClassKey) -> dict[str, set[str]]:
+        viable: dict[str, set[str]] = {}
+        for system in self.systems.values():
+            if self._statically_viable(key, system):
+                viable.setdefault(system.lab, set()).add(system.fqdn)
+        return viable
+
     def _statically_viable(self, key: ClassKey, system: SystemEntry) -> bool:
-        """Matches, not excluded, forced onto it if forced at all, and the group may use it."""
-        requirement, excluded, force, group = key
+        """Matches, not excluded, forced onto it if forced at all, the group may use it, and
+        its lab carries the distro tree."""
+        requirement, excluded, force, group, distro = key
         if system.fqdn in excluded or (force is not None and force != system.fqdn):
+            return False
+        if not self.catalogue.serves(system, distro):
             return False
         if self.access.maximum(system.pools, group) is None:
             return False

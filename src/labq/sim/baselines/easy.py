@@ -11,15 +11,16 @@ holds systems; only the head is protected.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from labq.domain.model import AccessPolicy
 from labq.domain.states import Condition, RecipeState
 from labq.scheduler.decisions import Decision
-from labq.scheduler.entries import SchedulerConfig
+from labq.scheduler.entries import SchedulerConfig, SetSubmission
 from labq.sim.baselines.base import Baseline
 from labq.sim.baselines.books import SetState
 
@@ -136,3 +137,16 @@ class Easy(Baseline):
         for fqdn in self.sets[set_id].placed.values():
             self._busy_until.pop(fqdn, None)
         return super().finish(set_id, outcomes, now)
+
+
+class EasyIdeal(Easy):
+    """EASY told every set's real run time instead of its declared limit: the ideal that
+    predictions aim at (the watchdog still kills at the declared limit)."""
+
+    name = "easy-ideal"
+    predicts = "actual"
+
+    def submit(self, sets: Sequence[SetSubmission], now: float) -> list[Decision]:
+        """Each set as if its declared limit were its real run time."""
+        told = [dataclasses.replace(s, max_time=s.predicted or s.max_time) for s in sets]
+        return super().submit(told, now)

@@ -40,7 +40,7 @@ def check(before: Mapping[str, frozenset[int]], point: Point, context: Context) 
     view = Rules(point, context)
     found = [*view.one_recipe_per_system(), *view.whole_starts(), *view.excludes()]
     found += [*view.wound_wait(), *view.no_queue_jumping(before), *view.no_idle_fit()]
-    found += [*view.pool_caps(), *view.predictive()]
+    found += [*view.pool_caps(), *view.predictive(), *view.vms(context)]
     return found
 
 
@@ -109,6 +109,8 @@ class Rules(View):
         changed = max(
             (i for i, c in enumerate(self.calls) if c[0] == "change_condition"), default=-1
         )
+        # a lab's trees changed later in the event: the start had the trees of its moment
+        retreed = max((i for i, c in enumerate(self.calls) if c[0] == "set_trees"), default=-1)
         for index, decision in self.indexed():
             if isinstance(decision, d.Start):
                 started.add(decision.set)
@@ -124,7 +126,11 @@ class Rules(View):
                             )
                         )
                     elif not self.usable(
-                        self.world.recipes[recipe.id], fqdn, entry.group, index < changed
+                        self.world.recipes[recipe.id],
+                        fqdn,
+                        entry.group,
+                        index < changed,
+                        trees=index >= retreed,
                     ):
                         out.append(
                             Violation(
@@ -254,6 +260,41 @@ class Rules(View):
                             )
                         )
                         break
+        return out
+
+    def vms(self, context: Context) -> list[Violation]:
+        """A VM is made only for a recipe no idle physical system of its lab could serve, and
+        a lab's VMs (made or promised to a holder) never exceed its provider's quota."""
+        out = []
+        for decision in self.decisions():
+            if not isinstance(decision, d.CreateVm):
+                continue
+            recipe = self.world.recipes[decision.recipe]
+            entry = self.core.sets[decision.set]
+            idle = [
+                f
+                for f in sorted(self.core.free.get(decision.lab, ()))
+                if self.core.systems[f].vm is None and self.now_usable(recipe, f, entry)
+            ]
+            if idle:
+                out.append(
+                    Violation(
+                        "VM only when no machine fits",
+                        f"a VM on {decision.system} for recipe {recipe.id} while"
+                        f" {', '.join(idle)} idles",
+                    )
+                )
+        for lab, quota in context.lab.scenario.get("vms", {}).items():
+            sizes = {s["name"]: s for s in quota["sizes"]}
+            used = [
+                sizes[system.vm]
+                for system in self.core.systems.values()
+                if system.lab == lab and system.vm is not None and system.recipe is not None
+            ]
+            total = (len(used), sum(s["cpus"] for s in used), sum(s["memory"] for s in used))
+            limit = (quota["max_vms"], quota["max_vcpus"], quota["max_memory"])
+            if any(a > b for a, b in zip(total, limit, strict=True)):
+                out.append(Violation("VM quota", f"{lab} has VMs for {total}, over {limit}"))
         return out
 
     def pool_caps(self) -> list[Violation]:

@@ -35,7 +35,8 @@ class Lab:
     explorer's to choose). Every job may be submitted at any instant up to
     ``horizon``, or never; each running set may end at any later instant (or
     abort, for the jobs in ``aborts``); each listed condition change, priority
-    change and cancel may happen once, at any instant up to ``horizon``. After
+    change, cancel and change of a lab's distro trees (``distros``: the lab and the
+    trees it carries from then on) may happen once, at any instant up to ``horizon``. After
     it, for ``drain`` more instants, only running sets end and time passes (the
     liveness check needs the queue to drain).
     """
@@ -47,6 +48,7 @@ class Lab:
     conditions: tuple[tuple[str, Condition], ...] = ()
     priorities: tuple[tuple[str, Priority], ...] = ()
     cancels: tuple[str, ...] = ()
+    distros: tuple[tuple[str, tuple[Mapping[str, Any], ...]], ...] = ()
     aborts: tuple[str, ...] = ()
     core: Core = field(default=real_core, compare=False)  # a test swaps in a broken rule
 

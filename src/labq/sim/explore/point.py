@@ -31,7 +31,8 @@ from labq.sim.world import World
 
 class Event(NamedTuple):
     """Something the world does: ``submit``/``finish``/``abort``/``cancel``/``priority`` a job,
-    ``condition`` of a system, or ``advance`` to the next instant."""
+    ``condition`` of a system, ``distros`` of a lab (the lab's change of that index), or
+    ``advance`` to the next instant."""
 
     what: str
     target: str = ""
@@ -54,6 +55,7 @@ KIND = {
     "condition": w.CONDITION,
     "cancel": w.CONTROL,
     "priority": w.CONTROL,
+    "distros": w.CONTROL,
     "submit": w.SUBMIT,
 }
 START: tuple[int, int] = (-1, 0)  # the floor of a fresh instant: anything may come
@@ -168,6 +170,9 @@ def enabled(point: Point, context: Context) -> list[Event]:
         for job, priority in lab.priorities:
             if f"priority {job}" not in point.used and _live(world, context, job):
                 out.append(Event("priority", job, priority.name.lower()))
+        for i, (where, _) in enumerate(lab.distros):
+            if f"distros{i}" not in point.used:
+                out.append(Event("distros", where, str(i)))
     for index, job in enumerate(lab.jobs):
         if context.set_of(job) not in world.submitted and (w.SUBMIT, index) >= point.floor:
             out.append(Event("submit", job))
@@ -212,6 +217,11 @@ def _apply(point: Point, event: Event, context: Context) -> None:
         index = next(i for i, (f, c) in enumerate(lab.conditions) if (f, c.value) == event[1:])
         point.used |= {f"condition{index}"}
         world.set_condition(event.target, Condition(event.value))
+    elif event.what == "distros":
+        point.used |= {f"distros{event.value}"}
+        trees = lab.distros[int(event.value)][1]
+        change = {"at": world.now, "lab": event.target, "distros": [dict(t) for t in trees]}
+        scenario_event(world, SimEvent.model_validate(change))
     elif event.what == "cancel":
         point.used |= {f"cancel {event.target}"}
         scenario_event(world, SimEvent(at=world.now, cancel=event.target))
@@ -318,6 +328,9 @@ def key(point: Point, context: Context) -> Hashable:
     holders = tuple((lab, tuple(sorted(ids))) for lab, ids in sorted(core.holders.items()))
     free = tuple((lab, tuple(sorted(f))) for lab, f in sorted(core.free.items()))
     keeper = core.kept_for_locks()  # due by id, in line in order
+    trees = tuple(
+        (lab, tuple(sorted(t.key for t in carried))) for lab, carried in sorted(world.trees.items())
+    )
     return (
         point.now,
         floor,
@@ -330,6 +343,7 @@ def key(point: Point, context: Context) -> Hashable:
         holders,
         free,
         keeper,
+        trees,
     )
 
 

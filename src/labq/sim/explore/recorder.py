@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 
+from labq.domain.distro import DistroTree
 from labq.domain.locktable import Grant
 from labq.domain.priority import Priority
 from labq.domain.states import Condition, RecipeState
@@ -81,6 +82,11 @@ class Recorder:
 
     def resume_lab(self, lab: str, now: float) -> list[d.Decision]:
         return self._note("resume_lab", (lab,), now, self.core.resume_lab(lab, now))
+
+    def set_trees(self, lab: str, trees: Iterable[DistroTree], now: float) -> list[d.Decision]:
+        carried = tuple(trees)
+        names = tuple(sorted(f"{t.name}/{t.arch}" for t in carried))
+        return self._note("set_trees", (lab, names), now, self.core.set_trees(lab, carried, now))
 
     def consistency_pass(self, now: float) -> list[d.Decision]:
         return self._note("consistency_pass", (), now, self.core.consistency_pass(now))

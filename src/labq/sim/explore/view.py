@@ -7,11 +7,12 @@ import itertools
 import math
 from collections.abc import Callable, Iterable, Mapping
 
+from labq.domain.prediction import raised
 from labq.domain.priority import Priority
 from labq.domain.requirements import matches
 from labq.domain.states import Condition
 from labq.scheduler import decisions as d
-from labq.scheduler.entries import SetEntry
+from labq.scheduler.entries import SetEntry, plan_of
 from labq.sim.explore.point import Context, Point, recorder
 from labq.sim.runs import RecipeRun
 
@@ -70,20 +71,32 @@ class View:
                 best = max(caps)
         return best
 
-    def usable(self, recipe: RecipeRun, fqdn: str, group: str | None, static: bool) -> bool:
+    def usable(
+        self, recipe: RecipeRun, fqdn: str, group: str | None, static: bool, *, trees: bool = True
+    ) -> bool:
         """Whether the recipe may run on the system: automated (forced: not removed), meets
         its requirement, not excluded, in a pool its group may use (``static``: but for the
-        condition)."""
+        condition), in a lab that carries its distro tree (``trees``: the trees now)."""
         system = self.core.systems[fqdn]
         if fqdn in recipe.excluded or recipe.force not in (None, fqdn):
             return False
         if not matches(recipe.requirement, system.facts) or self.cap(system.pools, group) is None:
+            return False
+        if trees and not self.carries(recipe, system.lab, str(system.facts.get("arch", ""))):
             return False
         if static:
             return True
         if recipe.force is not None:
             return system.condition is not Condition.REMOVED
         return system.condition is Condition.AUTOMATED
+
+    def carries(self, recipe: RecipeRun, lab: str, arch: str) -> bool:
+        """Whether the lab carries a tree the recipe's distro requirement admits for the arch
+        (any lab, while no lab carries a tree at all)."""
+        trees = self.world.trees
+        if recipe.distro is None or not any(trees.values()):
+            return True
+        return any(t.fits(arch) and recipe.distro.admits(t) for t in trees.get(lab, ()))
 
     def now_usable(self, recipe: RecipeRun, fqdn: str, entry: SetEntry) -> bool:
         return self.usable(recipe, fqdn, entry.group, False)
@@ -135,7 +148,20 @@ class View:
             return self.now
         if not owner.started or owner.started_at is None:
             return NEVER  # a higher-ranked holder's (or anyone's, for a non-holder)
-        return NEVER if owner.max_time is None else owner.started_at + owner.max_time
+        plan = self.plan(owner)
+        return NEVER if plan is None else owner.started_at + plan
+
+    def plan(self, entry: SetEntry) -> float | None:
+        """The run time the rules plan a set with, worked out apart from the core's planner:
+        its max_time, or with predictions its prediction (at most its max_time), raised by
+        EASY++'s steps once a running set has outlived it."""
+        config = self.core.config
+        plan = plan_of(entry.predicted, entry.max_time, config.backfill_on_predictions)
+        if plan is None or entry.started_at is None or entry.max_time == plan:
+            return plan
+        if entry.started_at + plan >= self.now:
+            return plan
+        return raised(plan, self.now - entry.started_at, entry.max_time, config.prediction_steps)
 
     def reserved(
         self,
@@ -164,7 +190,8 @@ class View:
 
     def delays_any(self, entry: SetEntry, lab: str, placement: Mapping[str, str]) -> bool:
         """Whether starting ``entry`` on ``placement`` now moves any holder's start in ``lab``."""
-        end = NEVER if entry.max_time is None else self.now + entry.max_time
+        plan = self.plan(entry)
+        end = NEVER if plan is None else self.now + plan
         busy = dict.fromkeys(placement, end)
         for holder_id in sorted(self.core.holders[lab]):
             holder = self.core.sets[holder_id]

@@ -46,6 +46,9 @@ def scenario_of(lab: Lab, path: tuple[Step, ...]) -> dict[str, Any]:
             events.append({"at": at, "cancel": event.target})
         elif event.what == "priority":
             events.append({"at": at, "job": event.target, "priority": event.value})
+        elif event.what == "distros":
+            trees = [dict(t) for t in lab.distros[int(event.value)][1]]
+            events.append({"at": at, "lab": event.target, "distros": trees})
     if events:
         data["events"] = events
     return data

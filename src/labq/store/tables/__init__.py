@@ -25,6 +25,7 @@ from labq.store.tables.jobs import (
     RecipeHistory,
     Recipes,
     RecipeSets,
+    RunHistory,
     Runs,
     Tasks,
 )
@@ -50,6 +51,7 @@ from labq.store.tables.schema import (
 )
 from labq.store.tables.systems import (
     AccessRules,
+    DistroTrees,
     Labs,
     Pools,
     SystemPools,
@@ -71,6 +73,7 @@ __all__ = [
     "Activity",
     "Agents",
     "Base",
+    "DistroTrees",
     "EnumText",
     "Filters",
     "Groups",
@@ -93,6 +96,7 @@ __all__ = [
     "RecipeHistory",
     "RecipeSets",
     "Recipes",
+    "RunHistory",
     "Runs",
     "SystemPools",
     "SystemReservations",

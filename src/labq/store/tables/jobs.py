@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     CheckConstraint,
+    Float,
     ForeignKey,
     Index,
     String,
@@ -141,6 +142,36 @@ class RecipeSets(Base):
     report_seq: Mapped[int] = mapped_column(server_default="0")
     # Seconds its max_time was extended by while it ran (``labq job extend``).
     extended: Mapped[int] = mapped_column(server_default="0")
+    # What kind of work it is, set once when it is stored (``labq.domain.runkind``): its job's
+    # source (a clone's original's), and its recipes' task list and host requirements.
+    source_key: Mapped[str | None] = mapped_column(String(32))
+    work_key: Mapped[str | None] = mapped_column(String(32))
+    # Its run-time prediction when the scheduler took it (seconds, spread, runs, median, basis)
+    prediction: Mapped[dict[str, Any] | None]
+
+
+class RunHistory(Base):
+    """One row per started set that ended: how long it ran and how it ended, with the kind of
+    work it was, for the run-time predictions (``repo.history``)."""
+
+    __tablename__ = "run_history"
+    __table_args__ = (
+        one_of("outcome", ("completed", "aborted", "cancelled")),
+        CheckConstraint("seconds >= 0", name="seconds"),
+        Index(None, "source_key", "id"),
+        Index(None, "work_key", "id"),
+        Index(None, "owner", "id"),
+        Index(None, "group", "id"),
+    )
+    id: Mapped[int] = id_column()
+    set_id: Mapped[int] = foreign_key("recipe_sets.id", cascade=True, unique=True)
+    source_key: Mapped[str | None] = mapped_column(String(32))
+    work_key: Mapped[str | None] = mapped_column(String(32))
+    owner: Mapped[str] = mapped_column(Name)
+    group: Mapped[str | None] = mapped_column(Name)
+    seconds: Mapped[float] = mapped_column(Float)
+    outcome: Mapped[str] = mapped_column(EnumText)
+    finished_at: Mapped[datetime]
 
 
 class Recipes(Base):

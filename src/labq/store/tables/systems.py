@@ -152,3 +152,30 @@ class SystemReservations(Base):
     released_at: Mapped[datetime | None]
     released_by: Mapped[int | None] = foreign_key("users.id")
     reason: Mapped[str | None] = mapped_column(Text)
+
+
+class DistroTrees(Base):
+    """A lab's catalogue: trees (from a ``.treeinfo``) and images it can install, per arch."""
+
+    __tablename__ = "distro_trees"
+    __table_args__ = (
+        UniqueConstraint("lab_id", "name", "arch"),
+        CheckConstraint("kind IN ('tree', 'image')", name="kind"),
+    )
+    id: Mapped[int] = id_column()
+    lab_id: Mapped[int] = foreign_key("labs.id", cascade=True)
+    name: Mapped[str] = mapped_column(Name)
+    arch: Mapped[str] = mapped_column(String(64))
+    family: Mapped[str] = mapped_column(Name)
+    version: Mapped[str] = mapped_column(String(64))
+    variant: Mapped[str] = mapped_column(Name)
+    kind: Mapped[str] = mapped_column(EnumText)
+    url: Mapped[str] = mapped_column(Text)
+    kernel: Mapped[str] = mapped_column(Text)
+    initrd: Mapped[str] = mapped_column(Text)
+    repos: Mapped[list[Any]]  # [[name, url], …]
+    tags: Mapped[list[Any]]
+    machine_types: Mapped[list[Any]]
+    os_type: Mapped[str] = mapped_column(String(64))
+    os_version: Mapped[str] = mapped_column(String(64))
+    added_at: Mapped[datetime]

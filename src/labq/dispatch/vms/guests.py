@@ -1,0 +1,113 @@
+"""Guests are VMs: a recipe's ``<guestrecipe>`` runs in a VM made for it, over SSH.
+
+:class:`VmGuests` wraps a lab's backend. The host recipe's own system goes to that
+backend as before; a guest (a system with ``guest_of``) becomes a VM of the lab's
+provider when the set runner provisions it, its tasks run in it through the SSH
+backend with the VM's own key, its logs are collected from it, and the runner's
+end-of-guest clean-up destroys it — so it lives as long as its host recipe runs. A
+guest's ``guest_args`` is Beaker's ``guestargs`` (``virt-install`` options);
+``--vcpus N`` and ``--ram MB`` / ``--memory MB`` size the VM, the rest is ignored.
+
+The VMs live in the supervisor's process; if it dies, the server's start-up finds
+them by the provider's ``list`` and destroys them like any orphan.
+"""
+
+from __future__ import annotations
+
+import shlex
+import threading
+import time
+from pathlib import Path
+
+from labq.dispatch.backends import Backend
+from labq.dispatch.backends.routed import Routed
+from labq.dispatch.backends.ssh import SshBackend, SshOptions
+from labq.dispatch.plan import SystemInfo, Workspace
+from labq.domain.vms import Vm, VmProvider, VmRequest, VmSize, vm_name
+from labq.errors import ProviderError
+
+
+def guest_size(guest_args: str | None, default: VmSize) -> VmSize:
+    """The VM size ``virt-install`` options ask for (``--vcpus``, ``--ram``/``--memory``)."""
+    try:
+        words = shlex.split(guest_args or "")
+    except ValueError:
+        raise ProviderError(f"guestargs {guest_args!r}: unbalanced quotes") from None
+    values: dict[str, int] = {}
+    for i, word in enumerate(words):
+        key, _, value = word.partition("=")
+        if key in ("--vcpus", "--ram", "--memory"):
+            value = value or (words[i + 1] if i + 1 < len(words) else "")
+            number = value.split(",")[0]
+            if not number.isdigit():
+                raise ProviderError(f"guestargs {guest_args!r}: {key} needs a number")
+            values["vcpus" if key == "--vcpus" else "memory_mb"] = int(number)
+    return VmSize(
+        values.get("vcpus", default.vcpus), values.get("memory_mb", default.memory_mb),
+        default.disk_gb,
+    )  # fmt: skip
+
+
+class VmGuests(Routed):
+    """A backend whose guests are VMs of ``provider``; everything else goes to ``inner``.
+
+    ``tag`` goes into every VM's name so that two installations on one host never
+    pick the same one (their installation id, say).
+    """
+
+    def __init__(
+        self,
+        inner: Backend,
+        provider: VmProvider,
+        *,
+        tag: str = "guest",
+        size: VmSize | None = None,
+        boot_timeout: float = 900.0,
+        grace: float = 2.0,
+    ) -> None:
+        self.inner = inner
+        self.provider = provider
+        self.tag = tag
+        self.size = size or VmSize()
+        self.boot_timeout = boot_timeout
+        self.grace = grace
+        self._vms: dict[str, tuple[Vm, SshBackend]] = {}
+        self._lock = threading.Lock()
+
+    def _name(self, system: SystemInfo) -> str:
+        return vm_name(self.tag, system.fqdn[:40])  # a name of at most 63 characters
+
+    def route(self, system: SystemInfo) -> tuple[Backend, SystemInfo]:
+        """A guest's VM (once made), or the inner backend."""
+        if system.guest_of is None:
+            return self.inner, system
+        with self._lock:
+            made = self._vms.get(system.fqdn)
+        if made is None:
+            raise ProviderError(f"guest {system.fqdn} has no VM (it was not provisioned)")
+        vm, ssh = made
+        return ssh, SystemInfo(system.fqdn, system.lab, system.arch, address=vm.address)
+
+    def provision(
+        self, system: SystemInfo, workspace: Workspace, *, cancel_event: threading.Event
+    ) -> None:
+        """A guest: make its VM and wait for its SSH, then lay out its workspace."""
+        if system.guest_of is None:
+            self.inner.provision(system, workspace, cancel_event=cancel_event)
+            return
+        size = guest_size(system.guest_args, self.size)
+        vm = self.provider.create(VmRequest(self._name(system), system.lab, size))
+        with self._lock:
+            self._vms[system.fqdn] = (vm, SshBackend(SshOptions.for_vm(vm), grace=self.grace))
+        self.provider.wait_reachable(vm, time.monotonic() + self.boot_timeout)
+        backend, where = self.route(system)
+        backend.provision(where, workspace, cancel_event=cancel_event)
+
+    def cleanup(self, system: SystemInfo, *, log_dir: Path) -> None:
+        """A guest: destroy its VM (whatever became of it); else the inner clean-up."""
+        if system.guest_of is None:
+            self.inner.cleanup(system, log_dir=log_dir)
+            return
+        with self._lock:
+            self._vms.pop(system.fqdn, None)
+        self.provider.destroy(self._name(system))

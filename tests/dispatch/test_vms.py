@@ -1,0 +1,195 @@
+"""The libvirt VM provider booting the small Debian guest for real (KVM, else TCG).
+
+Needs libvirt (a running libvirtd and virtlogd), QEMU and the guest's packages; .ci/run
+installs and starts them. Missing, the tests skip on a laptop and fail under CI=true.
+Every VM a test makes is destroyed when it ends, passed or failed.
+"""
+
+import os
+import shutil
+import subprocess
+import time
+import uuid
+from collections import defaultdict
+
+import pytest
+
+from labq.dispatch.backends.ssh import SshBackend, SshOptions
+from labq.dispatch.plan import RecipePlan, SetPlan, SystemInfo
+from labq.dispatch.runner import run_set
+from labq.domain.states import RecipeState, Result
+from labq.domain.vms import VmRequest, VmSize
+from labq.errors import ProviderError
+
+from .conftest import system, task
+
+BOOT = 600  # seconds: TCG on a loaded machine takes a minute, KVM a few seconds
+
+
+def _unavailable(reason):
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"VM tests cannot run: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture
+def provider(tmp_path):
+    """A libvirt provider of this test's own; its VMs are destroyed at the end."""
+    try:
+        from labq.dispatch.vms.guest import build
+        from labq.dispatch.vms.libvirt import LibvirtProvider
+
+        made = LibvirtProvider(state_dir=tmp_path / "vms")
+        made.list()
+        build()
+    except ProviderError as exc:
+        _unavailable(str(exc))
+    if shutil.which("qemu-img") is None:
+        _unavailable("qemu-img is not installed (apt-get install qemu-utils)")
+    try:
+        yield made
+    finally:
+        for name in made.list():
+            made.destroy(name)
+
+
+def _name():
+    return f"labq-test-{uuid.uuid4().hex[:10]}"
+
+
+def _virsh_names(provider):
+    out = subprocess.run(
+        ["virsh", "-c", provider.uri, "list", "--all", "--name"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return set(out.split())
+
+
+def test_a_vm_boots_runs_a_recipe_over_ssh_and_is_destroyed(provider, tmp_path, reporter):
+    name = _name()
+    vm = provider.create(VmRequest(name, "lab1", VmSize(vcpus=1, memory_mb=256)))
+    assert name in provider.list()
+    assert oct((tmp_path / "vms" / name / "id_ed25519").stat().st_mode & 0o777) == "0o600"
+    provider.wait_reachable(vm, time.monotonic() + BOOT)
+
+    backend = SshBackend(SshOptions.for_vm(vm), grace=0.5)
+    system = SystemInfo(fqdn=vm.name, lab="lab1", address=vm.address)
+    plan = SetPlan(
+        id=1,
+        job_id=1,
+        recipes=(RecipePlan(id=1, system=system, tasks=(task(1, "uname -a; echo ok"),)),),
+    )
+    data = tmp_path / "data"
+    outcome = run_set(
+        plan, defaultdict(lambda: backend), data_dir=data, reporter=reporter, heartbeat_every=1
+    )
+    recipe = outcome.recipe(1)
+    assert recipe.state is RecipeState.COMPLETED, recipe.reason
+    assert [t.result for t in recipe.tasks] == [Result.PASS]
+    log = (data / "logs" / "set-1" / name / "task-1-t1.log").read_text()
+    assert f"Linux {name} " in log
+    assert "GNU/Linux\nok\n" in log
+
+    provider.destroy(name)
+    assert name not in provider.list()
+    assert name not in _virsh_names(provider)
+    assert not (tmp_path / "vms" / name).exists()
+    provider.destroy(name)  # again: nothing left, no error
+
+
+def test_a_restarted_server_finds_and_destroys_an_orphan(provider, tmp_path):
+    from labq.dispatch.vms.libvirt import LibvirtProvider
+
+    name = _name()
+    provider.create(VmRequest(name, "lab1", VmSize(memory_mb=256)))
+    restarted = LibvirtProvider(state_dir=tmp_path / "vms")  # a new server, same data dir
+    assert restarted.list() == [name]
+    other = LibvirtProvider(state_dir=tmp_path / "elsewhere")  # another installation
+    assert other.list() == []
+    other.destroy(name)  # not its VM: left alone
+    assert name in _virsh_names(provider)
+
+    restarted.destroy(name)
+    assert restarted.list() == []
+    assert name not in _virsh_names(provider)
+
+
+def test_a_failed_create_leaves_nothing_and_says_why(provider, tmp_path):
+    name = _name()
+    missing = f"VM {name}: image .*no-such.qcow2 does not exist"
+    with pytest.raises(ProviderError, match=missing) as caught:
+        provider.create(VmRequest(name, "lab1", image=str(tmp_path / "no-such.qcow2")))
+    assert "\n" not in str(caught.value)
+    assert provider.list() == []
+    assert name not in _virsh_names(provider)
+
+
+def test_a_vm_that_does_not_boot_is_reported_with_its_console(provider):
+    from labq.dispatch.vms.guest import build
+
+    name = _name()
+    guest = build()
+    broken = "console=ttyS0 panic=-1 rdinit=/no/such/init"
+    request = VmRequest(
+        name, "lab1", kernel=str(guest.kernel), initrd=str(guest.initrd), kernel_args=broken
+    )
+    vm = provider.create(request)
+    with pytest.raises(ProviderError, match=f"VM {name} stopped while booting; console: .*"):
+        provider.wait_reachable(vm, time.monotonic() + BOOT)
+
+
+def test_a_guest_recipe_runs_in_a_vm_of_its_own(provider, data_dir, local, reporter):
+    from labq.dispatch.plan import GuestPlan
+    from labq.dispatch.vms.guests import VmGuests
+
+    tag = f"t{uuid.uuid4().hex[:8]}"
+    backend = VmGuests(local, provider, tag=tag, size=VmSize(memory_mb=256), grace=0.5)
+    host = system("host1.test")
+    guest = GuestPlan(
+        system=SystemInfo("vm1", "lab1", guest_of="host1.test", guest_args="--ram=300 --vcpus=1"),
+        tasks=(
+            task(2, 'uname -n > "$LABQ_LOG_DIR/me"; echo "$LABQ_HOST_FQDN" >> "$LABQ_LOG_DIR/me"'),
+        ),
+    )
+    plan = SetPlan(
+        id=7,
+        job_id=3,
+        recipes=(RecipePlan(id=1, system=host, tasks=(task(1, "uname -n"),), guests=(guest,)),),
+    )
+    outcome = run_set(
+        plan, defaultdict(lambda: backend), data_dir=data_dir, reporter=reporter, heartbeat_every=1
+    )
+
+    (recipe,) = outcome.recipes
+    assert recipe.state is RecipeState.COMPLETED, recipe.reason
+    assert [t.result for t in recipe.tasks] == [Result.PASS, Result.PASS]
+    logs = data_dir / "logs" / "set-7" / "host1.test"
+    # the guest's own results: it ran in the VM (its host name), told of its host
+    name = f"labq-{tag}-vm1"
+    assert (logs / "guests/vm1/collected/me").read_text() == f"{name}\nhost1.test\n"
+    assert provider.list() == []  # destroyed with its host recipe's end
+    assert name not in _virsh_names(provider)
+
+
+@pytest.mark.parametrize(
+    ("args", "vcpus", "memory_mb"),
+    [
+        (None, 1, 512),
+        ("--ram=1024 --vcpus=2", 2, 1024),
+        ("--memory 2048 --vcpus 4,maxvcpus=8 --os-variant fedora38", 4, 2048),
+    ],
+)
+def test_guestargs_size_the_vm(args, vcpus, memory_mb):
+    from labq.dispatch.vms.guests import guest_size
+
+    size = guest_size(args, VmSize())
+    assert (size.vcpus, size.memory_mb) == (vcpus, memory_mb)
+
+
+def test_bad_guestargs_are_one_line():
+    from labq.dispatch.vms.guests import guest_size
+
+    with pytest.raises(ProviderError, match="--ram needs a number"):
+        guest_size("--ram=lots", VmSize())
