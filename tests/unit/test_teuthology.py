@@ -323,3 +323,16 @@ def test_errors_from_files_name_the_file():
     with pytest.raises(InputError) as caught:
         load_job(path)
     assert str(caught.value).startswith(f"{path}:7: tasks[1]: ")
+
+
+@pytest.mark.parametrize(
+    ("written", "version"),
+    [("8.10", "8.10"), ("9.0", "9.0"), ("22.04", "22.04"), ("'8.10'", "8.10"), ("9", "9")],
+)
+def test_an_unquoted_os_version_is_the_version_as_written(written, version):
+    text = (
+        "roles: [[mon.a, osd.0]]\nos_type: rhel\n"
+        f"os_version: {written}\ntasks:\n- exec:\n    mon.a: ['true']\n"
+    )
+    (rs,) = parse(text).recipe_sets
+    assert rs.recipes[0].metadata["distro_requires"] == {"os_type": "rhel", "os_version": version}

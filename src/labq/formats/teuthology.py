@@ -25,6 +25,7 @@ from labq.formats.origins import Origins
 from labq.formats.source import DocPath, LineMap, format_path, load_yaml
 from labq.formats.teuthology_merge import MergeError, merge_override
 from labq.formats.teuthology_tasks import COMMAND_TASKS, TaskReader
+from labq.formats.yamltree import as_written
 
 # (lowest number of the band, level); teuthology-suite's default is 1000
 PRIORITY_BANDS: Final = (
@@ -159,7 +160,9 @@ class _Reader:
                 isinstance(value, bool) or not isinstance(value, str | int | float)
             ):
                 raise self.error((key,), f"'{key}' must be text, like centos or 9.stream")
-        return teuthology_requirement(data.get("os_type"), data.get("os_version"))
+        # an unquoted 8.10 reads as the float 8.1: the version is the text as written
+        version = as_written(data.get("os_version"))
+        return teuthology_requirement(data.get("os_type"), version)
 
     def targets(self, data: Mapping[str, Any]) -> list[tuple[str, str]]:
         """``(target, fqdn)`` in the order given: ``user@host`` runs on system ``host``."""

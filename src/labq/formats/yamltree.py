@@ -281,11 +281,14 @@ class YamlReader:
         start: Any = event.start_mark  # libyaml's marks are a type of their own
         node = yaml.ScalarNode(tag, text, start, start, event.style)
         try:
-            return self.constructor.yaml_constructors[tag](self.constructor, node)
+            value = self.constructor.yaml_constructors[tag](self.constructor, node)
         except (ValueError, OverflowError) as exc:
             raise _marked(
                 f"cannot read {text!r} as {tag.removeprefix(_TAG)}: {exc}", event
             ) from None
+        if tag == _TAG + "float" and isinstance(value, float):
+            return WrittenFloat.of(value, text)
+        return value
 
     def _resolve(self, text: str, implicit: tuple[bool, bool]) -> str:
         """The implicit tag of a scalar; short plain ones (numbers, words) are cached."""
@@ -347,6 +350,24 @@ class YamlReader:
 def _resolve(resolver: yaml.resolver.Resolver, text: str, implicit: tuple[bool, bool]) -> str:
     tag: str = resolver.resolve(yaml.ScalarNode, text, implicit)  # type: ignore[no-untyped-call]
     return tag
+
+
+class WrittenFloat(float):
+    """A float that remembers how it was written: an unquoted ``os_version: 8.10`` is the
+    number 8.1 to YAML, but the version 8.10 to the user who wrote it."""
+
+    written: str
+
+    @classmethod
+    def of(cls, value: float, written: str) -> WrittenFloat:
+        out = cls(value)
+        out.written = written
+        return out
+
+
+def as_written(value: object) -> object:
+    """A scalar as its document wrote it, where the reader kept that (floats); else itself."""
+    return value.written if isinstance(value, WrittenFloat) else value
 
 
 class _Special:
