@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 from labq.errors import InputError
 from labq.formats.limits import Limits, native_lists
 from labq.formats.source import load_json, load_yaml
+from labq.formats.yamltree import read_yaml
 
 TEXT = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=8)
 SCALARS = st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | TEXT
@@ -180,3 +182,15 @@ def test_a_list_past_its_limit_is_refused_after_reading_one_item_more() -> None:
         "4 or more tasks is more than the limit of 3 (limits.tasks_per_recipe)"
     )
     assert (caught.value.place, caught.value.line) == ("recipe_sets[0].recipes[0].tasks", 3)
+
+
+def test_floats_dump_as_they_were_written_and_read_back_equal():
+    text = "os_version: 8.10\nratio: 0.5\nbig: 1.0e+3\ninfinite: .inf\nplain: 2\n"
+    data, _ = read_yaml(text, source="x.yaml", max_depth=20)
+    assert data["os_version"] == 8.1
+    assert data["big"] == 1000.0
+    dumped = yaml.safe_dump(data, sort_keys=False)
+    assert "os_version: 8.10\n" in dumped
+    assert "ratio: 0.5\n" in dumped
+    assert yaml.safe_load(dumped) == data
+    assert json.loads(json.dumps(data)) == data

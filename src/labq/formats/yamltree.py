@@ -365,6 +365,19 @@ class WrittenFloat(float):
         return out
 
 
+def _represent_written(
+    dumper: yaml.representer.BaseRepresenter, data: WrittenFloat
+) -> yaml.ScalarNode:
+    """Dump a float as its document wrote it (a suite's merged config keeps ``8.10``)."""
+    return dumper.represent_scalar(_TAG + "float", data.written)
+
+
+# PyYAML's dumpers look a value's type up exactly: without this, dumping data read here
+# (``yaml.safe_dump`` of a suite's config) would fail on every float
+yaml.SafeDumper.add_representer(WrittenFloat, _represent_written)
+yaml.Dumper.add_representer(WrittenFloat, _represent_written)
+
+
 def as_written(value: object) -> object:
     """A scalar as its document wrote it, where the reader kept that (floats); else itself."""
     return value.written if isinstance(value, WrittenFloat) else value
