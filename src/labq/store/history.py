@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
-from sqlalchemy import ColumnElement, bindparam, func, insert, or_, select, update
+from sqlalchemy import ColumnElement, Select, bindparam, func, insert, or_, select, update
 
 from labq.domain.states import RecipeState
 from labq.store.base import Db
@@ -64,18 +64,9 @@ class HistoryStore:
             if self.conn.execute(select(RunHistory.id).where(RunHistory.set_id == set_id)).first():
                 return None
             row = self.conn.execute(
-                select(
-                    RecipeSets.started_at,
-                    RecipeSets.finished_at,
-                    RecipeSets.source_key,
-                    RecipeSets.work_key,
-                    Users.name.label("owner"),
-                    Groups.name.label("group"),
+                _with_keys(RecipeSets.started_at, RecipeSets.finished_at).where(
+                    RecipeSets.id == set_id
                 )
-                .join(Jobs, Jobs.id == RecipeSets.job_id)
-                .join(Users, Users.id == Jobs.owner_id)
-                .outerjoin(Groups, Groups.id == Jobs.group_id)
-                .where(RecipeSets.id == set_id)
             ).one()
             if row.started_at is None:
                 return None
@@ -196,19 +187,7 @@ class HistoryStore:
         ids = list(set_ids)
         if not ids:
             return {}
-        rows = self.conn.execute(
-            select(
-                RecipeSets.id,
-                RecipeSets.source_key,
-                RecipeSets.work_key,
-                Users.name.label("owner"),
-                Groups.name.label("group"),
-            )
-            .join(Jobs, Jobs.id == RecipeSets.job_id)
-            .join(Users, Users.id == Jobs.owner_id)
-            .outerjoin(Groups, Groups.id == Jobs.group_id)
-            .where(RecipeSets.id.in_(ids))
-        )
+        rows = self.conn.execute(_with_keys(RecipeSets.id).where(RecipeSets.id.in_(ids)))
         return {r.id: SetKeys(r.source_key, r.work_key, r.owner, r.group) for r in rows}
 
 
@@ -232,3 +211,19 @@ def _outcome(states: Iterable[RecipeState]) -> str:
     if RecipeState.CANCELLED in seen:
         return RecipeState.CANCELLED.value
     return COMPLETED
+
+
+def _with_keys(*columns: Any) -> Select[Any]:
+    """Sets' ``columns`` with their prediction keys: source, work, owner and group."""
+    return (
+        select(
+            *columns,
+            RecipeSets.source_key,
+            RecipeSets.work_key,
+            Users.name.label("owner"),
+            Groups.name.label("group"),
+        )
+        .join(Jobs, Jobs.id == RecipeSets.job_id)
+        .join(Users, Users.id == Jobs.owner_id)
+        .outerjoin(Groups, Groups.id == Jobs.group_id)
+    )
