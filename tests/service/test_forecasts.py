@@ -11,6 +11,8 @@ from labq.domain.events import JobSubmitted, SystemAdded
 from labq.domain.model import System
 from labq.domain.states import RecipeState
 from labq.formats.native import validate_native
+from labq.scheduler.entries import SchedulerConfig
+from labq.service import bridge
 from labq.service.inbox import SupervisorExited
 from labq.service.loop import SchedulerService
 from labq.store import database, epoch, reading, transaction
@@ -131,3 +133,30 @@ def test_a_rebuilt_scheduler_keeps_the_predictions(lab):
     assert service.core is not None
     assert service.core.sets[second].predicted == 900
     assert service.forecasts()[second].basis == "source"
+
+
+def test_what_a_reservesys_may_keep_reaches_the_core_and_survives_a_restart(engine, lab):
+    """The core plans a set's systems busy for what its <reservesys> may keep after it, so
+    it must learn that from the stored recipe, at submission and when rebuilt."""
+    _, service, dispatcher, clock = lab
+    keeps = {"reservesys": {"duration": 5400, "when": "onfail"}}
+    spec = validate_native(
+        {
+            "recipe_sets": [
+                {"max_time": 600, "recipes": [{"tasks": [{"name": "b"}], "metadata": keeps}]}
+            ]
+        },
+        source="t",
+    )
+    with transaction(engine) as repo:
+        job_id = repo.queue.submit_job(spec, owner="alice", now=clock(), source_format="native")
+        set_id = repo.jobs.load_job(job_id).sets[0].id
+    service.post(JobSubmitted(job_id))
+    service.drain()
+    assert set_id in dispatcher.started
+    assert service.core is not None
+    assert service.core.sets[set_id].kept == 5400
+    with reading(engine) as repo:
+        rebuilt = bridge.rebuild(repo, SchedulerConfig())
+    assert rebuilt.sets[set_id].kept == 5400
+    assert rebuilt.declared_ends() == {"a": epoch(T0) + 600 + 5400}  # its run, then kept

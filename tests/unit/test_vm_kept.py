@@ -9,7 +9,7 @@ import pytest
 
 from labq.dispatch.provisioning import provision_environment
 from labq.dispatch.teardown import reserved
-from labq.domain.reservesys import reserve_for
+from labq.domain.reservesys import may_keep, reserve_for
 from labq.domain.states import RecipeState, Result
 
 ALWAYS = {"reservesys": {"duration": 60, "when": "always"}}
@@ -38,3 +38,19 @@ def test_the_vm_is_kept_where_the_slot_will_be_reserved(
 
 def test_an_unreadable_provision_keeps_nothing() -> None:
     assert not reserved({"LABQ_PROVISION": "{not json"}, RecipeState.COMPLETED, Result.PASS)
+
+
+@pytest.mark.parametrize(
+    ("metadata", "seconds"),
+    [
+        ({"reservesys": {"duration": 3600, "when": "onfail"}}, 3600),  # it may fail: planned
+        ({"reservesys": {}}, 86_400),  # Beaker's default: a day
+        ({"reservesys": {"when": "never"}}, 0),  # not a rule: keeps nothing
+        ({}, 0),
+        (None, 0),
+    ],
+)
+def test_what_a_recipe_may_keep_is_planned_whatever_its_outcome(
+    metadata: dict[str, Any] | None, seconds: int
+) -> None:
+    assert may_keep(metadata) == seconds

@@ -37,7 +37,24 @@ def reserve_for(
         return None
     if when != "always" and state is not RecipeState.ABORTED and result not in _BAD[when]:
         return None
+    return _duration(wanted)
+
+
+def may_keep(metadata: Mapping[str, Any] | None) -> int:
+    """Seconds a recipe may keep its system once it ends, whatever its outcome (0: none).
+
+    The core plans a set's systems as busy for its run and this long after it
+    (``SetEntry.kept``): a set that reserves its systems must not backfill onto
+    a holder's system it would keep past the holder's start.
+    """
+    wanted = None if metadata is None else metadata.get("reservesys")
+    if not isinstance(wanted, Mapping) or wanted.get("when", "always") not in _BAD:
+        return 0
+    return _duration(wanted)
+
+
+def _duration(wanted: Mapping[str, Any]) -> int:
     duration = wanted.get("duration", DEFAULT_SECONDS)
     if isinstance(duration, bool) or not isinstance(duration, int) or duration < 1:
         duration = DEFAULT_SECONDS
-    return min(duration, MAX_SECONDS)
+    return int(min(duration, MAX_SECONDS))

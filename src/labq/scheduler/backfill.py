@@ -143,7 +143,7 @@ class Backfill:
         return [(h, self.reservation(h, lab)) for h in holders]
 
     def _delays_any(self, protected: Protected, entry: SetEntry, placement: Placement) -> bool:
-        end = NEVER if entry.plan is None else self.books.now + entry.plan
+        end = NEVER if entry.busy_for is None else self.books.now + entry.busy_for
         taken = set(placement.values())
         return any(
             holder.id != entry.id and reservation.delays(end, taken)

@@ -439,7 +439,7 @@ class Scheduler(CoreState):
         self._books.emit(d.Start(entry.id, lab))
         self._keeper.left(entry)  # those behind it in line now wait for its locks
         self._waitlist.leave(entry)
-        end = None if entry.plan is None else self._books.now + entry.plan
+        end = None if entry.busy_for is None else self._books.now + entry.busy_for
         self._profile.occupy(lab, (r.system for r in entry.recipes if r.system), end)
         self._weights.started(entry, lab)
 

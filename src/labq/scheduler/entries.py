@@ -131,6 +131,9 @@ class SetEntry:
     # when backfilling on predictions (raised while it runs past it), else max_time
     predicted: float | None = None
     plan: float | None = None
+    # seconds its systems may stay reserved for its owner once it ends (<reservesys>): planned
+    # as busy that long too, so it never backfills onto a system it would keep past a start
+    kept: float = 0.0
     lab: str | None = None  # the lab it holds or runs in
     held_since: float | None = None
     started_at: float | None = None
@@ -186,6 +189,12 @@ class SetEntry:
     def waiting(self) -> bool:
         """Not started and not finished: it still wants systems."""
         return not self.finished and self.started_at is None
+
+    @property
+    def busy_for(self) -> float | None:
+        """Seconds its systems are away from the queue once it starts: its plan and what its
+        ``<reservesys>`` may keep after (None: no end is known)."""
+        return None if self.plan is None else self.plan + self.kept
 
     @property
     def width(self) -> int:
@@ -259,6 +268,7 @@ class SetSubmission:
     blocked: str | None = None
     buckets: tuple[tuple[str, int], ...] = ()
     predicted: float | None = None  # seconds it is expected to run (domain/prediction.py)
+    kept: float = 0.0  # seconds its systems may stay reserved once it ends (<reservesys>)
 
 
 def plan_of(predicted: float | None, max_time: float | None, on_predictions: bool) -> float | None:
@@ -286,6 +296,7 @@ def set_entry(
         retry_of=submission.retry_of,
         predicted=submission.predicted,
         plan=plan_of(submission.predicted, submission.max_time, on_predictions),
+        kept=submission.kept,
         locks=submission.locks,
         blocked=submission.blocked,
         buckets=submission.buckets,

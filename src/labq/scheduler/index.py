@@ -230,7 +230,7 @@ def time_floor(max_time: float | None) -> float:
 
 def cell_of(entry: SetEntry) -> Cell:
     """Where a waiting set sits in a shaped queue: by what it still needs and how long it runs."""
-    return (width_floor(entry.missing), time_floor(entry.plan))
+    return (width_floor(entry.missing), time_floor(entry.busy_for))
 
 
 @dataclass(frozen=True)
@@ -251,7 +251,7 @@ class Window:
         width = entry.missing
         if width > self.width:
             return False
-        timed = entry.plan is not None and entry.plan <= self.time
+        timed = entry.busy_for is not None and entry.busy_for <= self.time
         return timed or width <= self.extra
 
     def within(self, other: Window) -> bool:

@@ -78,5 +78,5 @@ class Planner:
         if entry.lab is None or not fqdns:
             return
         self._profile.vacate(fqdns)
-        end = None if plan is None else entry.started_at + plan
+        end = None if entry.busy_for is None else entry.started_at + entry.busy_for
         self._profile.occupy(entry.lab, fqdns, end)

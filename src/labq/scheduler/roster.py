@@ -135,7 +135,7 @@ class Roster:
             return
         if began is not None:
             self._waitlist.leave(entry)
-            end = None if entry.plan is None else began + entry.plan
+            end = None if entry.busy_for is None else began + entry.busy_for
             self._profile.occupy(entry.lab, (r.system for r in entry.recipes if r.system), end)
         else:
             self._books.add_holder(entry, entry.lab)

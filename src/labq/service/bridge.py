@@ -417,6 +417,7 @@ def _submission(stored: UnfinishedSet, predicted: float | None = None) -> SetSub
         blocked=stored.blocked,
         buckets=stored.buckets,
         predicted=predicted,
+        kept=float(max((r.keeps for r in stored.recipes), default=0)),
     )
 
 

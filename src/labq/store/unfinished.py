@@ -19,6 +19,7 @@ from labq.domain.distro import requirement_of
 from labq.domain.locks import parse_locks
 from labq.domain.model import System
 from labq.domain.priority import Priority
+from labq.domain.reservesys import may_keep
 from labq.domain.states import RecipeState, Usage
 from labq.store.admission import AdmissionStore
 from labq.store.base import Db
@@ -205,6 +206,7 @@ class RestoreStore:
                     system=row.fqdn,
                     scheduled_at=row.scheduled_at,
                     distro=requirement_of(row.meta),
+                    keeps=may_keep(row.meta),
                 )
             )
         return out

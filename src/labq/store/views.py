@@ -215,6 +215,7 @@ class UnfinishedRecipe:
     system: str | None  # held, or (once ended) where it ran
     scheduled_at: datetime | None
     distro: DistroRequirement | None = None  # a catalogue tree its system's lab must carry
+    keeps: int = 0  # seconds its <reservesys> may keep its system once it ends
 
 
 @dataclass(frozen=True)

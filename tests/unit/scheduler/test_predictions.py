@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -261,3 +262,55 @@ def test_forecasts_line_up_the_waiting_sets_behind_the_planned_ends() -> None:
     assert (found[1].start, found[1].end) == (0, 100)  # running: its predicted end
     assert (found[2].start, found[2].end) == (100, 150)
     assert (found[3].start, found[3].end, found[3].prediction) == (150, 450, 300)
+
+
+def _gang_behind_a_long_run(config: SchedulerConfig) -> Scheduler:
+    """s1 runs a set declared to end at 1200; a gang of three holds s2 and s3 meanwhile."""
+    core = Scheduler(config)
+    for fqdn in ("s1", "s2", "s3"):
+        core.add_system(SystemEntry(fqdn, "lab", facts={}, pools=frozenset()), 0)
+    anything = requirements.ANY_SYSTEM
+    core.submit(
+        [SetSubmission(1, 1, (RecipeSubmission(1, anything, force="s1"),), max_time=1200)], 0
+    )
+    core.started(1, 0)
+    gang = tuple(RecipeSubmission(10 + n, anything) for n in range(3))
+    core.submit([SetSubmission(2, 2, gang)], 1)
+    return core
+
+
+def _started_on_s3(core: Scheduler, **timing: Any) -> bool:
+    pinned = (RecipeSubmission(20, requirements.ANY_SYSTEM, force="s3"),)
+    decisions = core.submit([SetSubmission(3, 3, pinned, **timing)], 2)
+    return any(
+        getattr(decision, "system", None) == "s3" and getattr(decision, "set", None) == 3
+        for decision in decisions
+    )
+
+
+@pytest.mark.parametrize(
+    ("config", "timing"),
+    [
+        (_config(), {"predicted": 2}),  # a reservation job: no max_time, 2 s seen before
+        (SchedulerConfig(), {"max_time": 60}),
+    ],
+)
+def test_a_set_that_keeps_its_system_after_it_ends_does_not_borrow_a_holders_system(
+    config: SchedulerConfig, timing: dict[str, float]
+) -> None:
+    """A <reservesys> keeps the system for its owner once the set ends: lent s3 for a 2 s
+    run, it would keep it 8 hours past the gang's start at 1200 (seen in CI: the UI's
+    reservation of s3 took it from the gang holding it)."""
+    assert _started_on_s3(_gang_behind_a_long_run(config), **timing)  # ends long before 1200
+    kept = _gang_behind_a_long_run(config)
+    assert not _started_on_s3(kept, **timing, kept=8 * 3600)
+    assert kept.sets[2].held == {"s2", "s3"}  # the gang keeps what it holds
+
+
+def test_what_a_set_may_keep_is_planned_as_busy_after_its_run() -> None:
+    core = Scheduler(_config())
+    core.add_system(SystemEntry("s1", "lab", facts={}, pools=frozenset()), 0)
+    recipe = RecipeSubmission(1, requirements.ANY_SYSTEM)
+    core.submit([SetSubmission(1, 1, (recipe,), max_time=7200, predicted=100, kept=3600)], 0)
+    core.started(1, 0)
+    assert core.declared_ends() == {"s1": 100 + 3600}

@@ -148,8 +148,8 @@ class View:
             return self.now
         if not owner.started or owner.started_at is None:
             return NEVER  # a higher-ranked holder's (or anyone's, for a non-holder)
-        plan = self.plan(owner)
-        return NEVER if plan is None else owner.started_at + plan
+        plan = self.plan(owner)  # and what its <reservesys> may keep after it
+        return NEVER if plan is None else owner.started_at + plan + owner.kept
 
     def plan(self, entry: SetEntry) -> float | None:
         """The run time the rules plan a set with, worked out apart from the core's planner:
@@ -191,7 +191,7 @@ class View:
     def delays_any(self, entry: SetEntry, lab: str, placement: Mapping[str, str]) -> bool:
         """Whether starting ``entry`` on ``placement`` now moves any holder's start in ``lab``."""
         plan = self.plan(entry)
-        end = NEVER if plan is None else self.now + plan
+        end = NEVER if plan is None else self.now + plan + entry.kept
         busy = dict.fromkeys(placement, end)
         for holder_id in sorted(self.core.holders[lab]):
             holder = self.core.sets[holder_id]
