@@ -96,12 +96,16 @@ def export_scenario(
         names.of("user", job.owner)
         if job.group:
             names.of("group", job.group)
-    released = repo.accounting.released_at(r.id for j in jobs for s in j.sets for r in s.recipes)
+    recipe_ids = [r.id for j in jobs for s in j.sets for r in s.recipes]
+    released = repo.accounting.released_at(recipe_ids)
+    taken_in = repo.accounting.taken_in_at(recipe_ids)
     notes: list[str] = []
     # the run-time predictions the scheduler planned with, kept with each set: a replay
     # plans with the same ones, not with what it could learn itself
     planned = repo.history.predictions_of(s.id for j in jobs for s in j.sets)
-    out_jobs = [_job(j, t0, epoch(until), released, planned, names, notes) for j in jobs]
+    out_jobs = [
+        _job(j, t0, epoch(until), (released, taken_in), planned, names, notes) for j in jobs
+    ]
     events = [
         {"at": at, "system": names.of("system", fqdn), "condition": cond.value}
         for at, fqdn, cond in changes
@@ -183,11 +187,12 @@ def _job(
     job: JobView,
     t0: float,
     end: float,
-    released: Mapping[int, datetime],
+    moments: tuple[Mapping[int, datetime], Mapping[int, datetime]],
     planned: Mapping[int, Mapping[str, Any]],
     names: Names,
     notes: list[str],
 ) -> dict[str, Any]:
+    released, taken_in = moments  # per recipe: its system's release, the scheduler's first move
     first = [s for s in job.sets if s.retry_of is None]
     sets = []
     for stored, spec in zip(
@@ -210,12 +215,21 @@ def _job(
         sets.append(exported)
     out: dict[str, Any] = {
         "id": f"job-{job.id}",
-        "submit_at": max(0.0, epoch(job.submitted_at) - t0),
+        "submit_at": max(0.0, _arrival(job, first, taken_in) - t0),
         "recipe_sets": sets,
     }
     if job.group:
         out["group"] = names.of("group", job.group)
     return out
+
+
+def _arrival(job: JobView, first: list[RecipeSetView], taken_in: Mapping[int, datetime]) -> float:
+    """When the scheduler took the job in: the replay's scheduler acts from then, as the real
+    one did (the job's commit is sooner by the reaction time, which a replay does not model:
+    a set started at once would otherwise replay early and carry its systems' next sets
+    with it)."""
+    seen = [epoch(taken_in[r.id]) for s in first for r in s.recipes if r.id in taken_in]
+    return min(seen, default=epoch(job.submitted_at))
 
 
 def _recipe(

@@ -20,6 +20,7 @@ from labq.store.tables import (
     Jobs,
     Labs,
     Pools,
+    RecipeHistory,
     Recipes,
     RecipeSets,
     SystemPools,
@@ -139,6 +140,21 @@ class AccountingStore:
             after = {(int(r[0]), r[1]): r[2] for r in pending if r[2] is not None}
             for recipe, (system, busy_end) in ends.items():
                 out[recipe] = after.get((system, busy_end)) or busy_end
+        return out
+
+    def taken_in_at(self, recipes: Iterable[int]) -> dict[int, datetime]:
+        """When the scheduler first moved each recipe out of ``new``: the moment it took the
+        recipe's job in, which follows the job's commit by its reaction time (none for a
+        recipe it never saw)."""
+        ids = sorted(recipes)
+        out: dict[int, datetime] = {}
+        for chunk in (ids[i : i + 500] for i in range(0, len(ids), 500)):
+            rows = self.conn.execute(
+                select(RecipeHistory.recipe_id, func.min(RecipeHistory.at))
+                .where(RecipeHistory.recipe_id.in_(chunk), RecipeHistory.state != "new")
+                .group_by(RecipeHistory.recipe_id)
+            ).all()
+            out.update({int(r[0]): r[1] for r in rows if r[1] is not None})
         return out
 
     def _started(self, start: datetime, end: datetime) -> list[Started]:
