@@ -119,3 +119,17 @@ def _assert_contiguous(repo: Repository, fqdn: str) -> None:
         system.condition,
         system.recipe,
     )
+
+
+def test_a_job_is_taken_in_when_the_scheduler_first_moves_a_recipe(seeded: Repository) -> None:
+    """``labq sim export`` replays a job from that moment, not from its commit (a loaded
+    scheduler hears of a job late; a replay from the commit starts its sets early)."""
+    job_id = seeded.queue.submit_job(job_spec(), owner="bob", now=at(10), source_format="native")
+    ((recipe,),) = recipe_ids(seeded, job_id)
+    unseen = seeded.queue.submit_job(job_spec(), owner="bob", now=at(10), source_format="native")
+    ((never,),) = recipe_ids(seeded, unseen)
+    seeded.moves.move_recipe(recipe, RecipeState.QUEUED, now=at(10.7))
+    seeded.moves.move_recipe(recipe, RecipeState.SCHEDULED, now=at(12), system="s1.lab")
+    taken = seeded.accounting.taken_in_at([recipe, never])
+    assert set(taken) == {recipe}  # the other was never seen: its commit stands
+    assert epoch(taken[recipe]) == pytest.approx(epoch(at(10.7)))
