@@ -257,3 +257,43 @@ def test_a_vm_under_reservesys_is_kept_until_its_reservation_is_released(lab):
     assert released.status_code == 200, released.text
     wait_until(lambda: vms_of(lab.root) == [], "the kept VM to be destroyed")
     assert client.get(f"/systems/{SLOT}").json()["reservation"] is None
+
+
+GUEST_JOB = """
+whiteboard: a guest recipe (Beaker's <guestrecipe>)
+recipe_sets:
+  - recipes:
+      - host: {{fqdn: a.lab1}}
+        tasks: [{{name: host, run: 'echo "host in $PWD"'}}]
+        guests:
+          - name: g1
+            args: --ram=512 --vcpus=1
+            tasks:
+              - name: inguest
+                run: 'until [ -e {go} ]; do sleep 0.2; done; echo "guest in $PWD"'
+"""
+
+
+def test_a_guest_recipe_runs_in_a_vm_the_next_leader_adopts(lab):
+    """The guest's VM carries its set in its name, so a new leader's sweep of orphans
+    leaves it while the set runs; it is destroyed with its host recipe's end."""
+    go = lab.root / "go"
+    _, client = lab.start()
+    add_machine(client, "a.lab1")
+    job_id = submit(client, GUEST_JOB.format(go=go))
+    made = wait_until(lambda: vms_of(lab.root), "the guest's VM")
+    (set_id,) = [s["id"] for s in client.get(f"/jobs/{job_id}").json()["sets"]]
+    assert made == [f"labq-g-g1-s-{set_id}"]
+    lab.procs[0].send_signal(signal.SIGKILL)
+    lab.procs[0].wait()
+    _, client = lab.start()
+    wait_until(lambda: "which runs: adopted" in lab.logs[-1].read_text(), "the sweep")
+    assert vms_of(lab.root) == made  # the running set's guest is not an orphan
+    go.touch()
+    job = wait_until(lambda: job_state(client, job_id, "completed", "aborted"), "the job to end")
+    assert job["state"] == "completed", job
+    (guest_log,) = lab.data.glob("logs/set-*/a.lab1/guests/g1/task-*-inguest.log")
+    assert f"guest in {lab.root / 'vm-workspace'}" in guest_log.read_text()  # over SSH
+    (host_log,) = lab.data.glob("logs/set-*/a.lab1/task-*-host.log")
+    assert "vm-workspace" not in host_log.read_text()  # the host recipe ran on a.lab1
+    wait_until(lambda: vms_of(lab.root) == [], "the guest's VM to be destroyed")

@@ -18,7 +18,7 @@ from labq.dispatch.backends.ssh import SshBackend, SshOptions
 from labq.dispatch.plan import RecipePlan, SetPlan, SystemInfo
 from labq.dispatch.runner import run_set
 from labq.domain.states import RecipeState, Result
-from labq.domain.vms import VmRequest, VmSize
+from labq.domain.vms import VmRequest, VmSize, set_of
 from labq.errors import ProviderError
 
 from .conftest import system, task
@@ -144,8 +144,8 @@ def test_a_guest_recipe_runs_in_a_vm_of_its_own(provider, data_dir, local, repor
     from labq.dispatch.plan import GuestPlan
     from labq.dispatch.vms.guests import VmGuests
 
-    tag = f"t{uuid.uuid4().hex[:8]}"
-    backend = VmGuests(local, provider, tag=tag, size=VmSize(memory_mb=256), grace=0.5)
+    set_id = 7_000_000 + uuid.uuid4().int % 1_000_000  # no other run's VM has its name
+    backend = VmGuests(local, provider, set_id=set_id, size=VmSize(memory_mb=256), grace=0.5)
     host = system("host1.test")
     guest = GuestPlan(
         system=SystemInfo("vm1", "lab1", guest_of="host1.test", guest_args="--ram=300 --vcpus=1"),
@@ -154,7 +154,7 @@ def test_a_guest_recipe_runs_in_a_vm_of_its_own(provider, data_dir, local, repor
         ),
     )
     plan = SetPlan(
-        id=7,
+        id=set_id,
         job_id=3,
         recipes=(RecipePlan(id=1, system=host, tasks=(task(1, "uname -n"),), guests=(guest,)),),
     )
@@ -165,9 +165,10 @@ def test_a_guest_recipe_runs_in_a_vm_of_its_own(provider, data_dir, local, repor
     (recipe,) = outcome.recipes
     assert recipe.state is RecipeState.COMPLETED, recipe.reason
     assert [t.result for t in recipe.tasks] == [Result.PASS, Result.PASS]
-    logs = data_dir / "logs" / "set-7" / "host1.test"
+    logs = data_dir / "logs" / f"set-{set_id}" / "host1.test"
     # the guest's own results: it ran in the VM (its host name), told of its host
-    name = f"labq-{tag}-vm1"
+    name = f"labq-g-vm1-s-{set_id}"
+    assert set_of(name) == set_id  # the leader's sweep leaves it while its set runs
     assert (logs / "guests/vm1/collected/me").read_text() == f"{name}\nhost1.test\n"
     assert provider.list() == []  # destroyed with its host recipe's end
     assert name not in _virsh_names(provider)

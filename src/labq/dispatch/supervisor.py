@@ -61,15 +61,18 @@ from labq.dispatch.provisioning import provision_environment
 from labq.dispatch.results import SetOutcome
 from labq.dispatch.runner import Backends, run_set
 from labq.dispatch.vms.backend import VmBackend
+from labq.dispatch.vms.guests import VmGuests
 from labq.dispatch.vms.providers import provider_for
 from labq.domain.distro import DistroTree, choose_tree, requirement_of
 from labq.domain.job import RecipeSpec, TaskSpec
 from labq.domain.model import System
 from labq.domain.requirements import RequirementError
 from labq.domain.states import RecipeState
+from labq.domain.vms import VmSize
 from labq.errors import ClaimLost, LabqError
 from labq.store import Repository, default_url, make_engine, reading, transaction
 from labq.store.views import RecipeSetView, RecipeView, TaskView
+from labq.vmconfig import VmProvider as VmProviderSettings
 
 EXIT_RAN = 0
 EXIT_COULD_NOT_RUN = 1
@@ -230,17 +233,27 @@ def lab_backends(
         if any(getattr(hooks, name) for name in HOOK_NAMES):
             backend = HookedBackend(backend, HookSet.from_settings(hooks))
         if config.vms is not None:
-            provider = provider_for(config.vms, data_dir)
-            timeout = config.vms.create_timeout
-            backend = VmBackend(
-                backend,
-                provider,
-                set_id=set_id,
-                create_timeout=timeout,
-                workspace=config.vms.workspace,
-            )
+            backend = _with_vms(backend, config.vms, data_dir, set_id)
         made[lab] = backend
     return made
+
+
+def _with_vms(backend: Backend, vms: VmProviderSettings, data_dir: Path, set_id: int) -> Backend:
+    """A lab with a VM provider: its VM slots' recipes run in VMs made for them, and every
+    ``<guestrecipe>`` in a VM of its own (sized by its guestargs, else the first size)."""
+    provider = provider_for(vms, data_dir)
+    first = vms.sizes[0]
+    guests = VmGuests(
+        backend,
+        provider,
+        set_id=set_id,
+        size=VmSize(vcpus=first.cpus, memory_mb=first.memory),
+        boot_timeout=vms.create_timeout,
+        workspace=vms.workspace,
+    )
+    return VmBackend(
+        guests, provider, set_id=set_id, create_timeout=vms.create_timeout, workspace=vms.workspace
+    )
 
 
 def _task_user(

@@ -31,8 +31,9 @@ from labq.errors import ProviderError
 
 
 def is_slot(system: SystemInfo) -> bool:
-    """Whether the system is a VM slot (its attributes carry the VM's size)."""
-    return "vm_size" in system.attributes
+    """Whether the system is a VM slot (its attributes carry the VM's size); a guest of a
+    slot's recipe is not, though it carries its host's attributes (guests.py makes it)."""
+    return "vm_size" in system.attributes and system.guest_of is None
 
 
 def _local(location: str) -> str:

@@ -48,11 +48,17 @@ def guest_size(guest_args: str | None, default: VmSize) -> VmSize:
     )  # fmt: skip
 
 
+def guest_vm_name(guest: str, set_id: int) -> str:
+    """``labq-g-<guest>-s-<set>``: at most 63 characters; :func:`labq.domain.vms.set_of`
+    reads the set back."""
+    return vm_name("g", guest[:40], "s", set_id)
+
+
 class VmGuests(Routed):
     """A backend whose guests are VMs of ``provider``; everything else goes to ``inner``.
 
-    ``tag`` goes into every VM's name so that two installations on one host never
-    pick the same one (their installation id, say).
+    A guest's VM is named for the guest and its recipe set (:func:`guest_vm_name`),
+    so the leader's sweep leaves it while the set runs and destroys it after.
     """
 
     def __init__(
@@ -60,22 +66,24 @@ class VmGuests(Routed):
         inner: Backend,
         provider: VmProvider,
         *,
-        tag: str = "guest",
+        set_id: int,
         size: VmSize | None = None,
         boot_timeout: float = 900.0,
         grace: float = 2.0,
+        workspace: str = "labq-workspace",
     ) -> None:
         self.inner = inner
         self.provider = provider
-        self.tag = tag
+        self.set_id = set_id
         self.size = size or VmSize()
         self.boot_timeout = boot_timeout
         self.grace = grace
+        self.workspace = workspace  # in the VM, as ssh's (SshOptions.workspace)
         self._vms: dict[str, tuple[Vm, SshBackend]] = {}
         self._lock = threading.Lock()
 
     def _name(self, system: SystemInfo) -> str:
-        return vm_name(self.tag, system.fqdn[:40])  # a name of at most 63 characters
+        return guest_vm_name(system.fqdn, self.set_id)
 
     def route(self, system: SystemInfo) -> tuple[Backend, SystemInfo]:
         """A guest's VM (once made), or the inner backend."""
@@ -98,7 +106,10 @@ class VmGuests(Routed):
         size = guest_size(system.guest_args, self.size)
         vm = self.provider.create(VmRequest(self._name(system), system.lab, size))
         with self._lock:
-            self._vms[system.fqdn] = (vm, SshBackend(SshOptions.for_vm(vm), grace=self.grace))
+            self._vms[system.fqdn] = (
+                vm,
+                SshBackend(SshOptions.for_vm(vm, self.workspace), grace=self.grace),
+            )
         self.provider.wait_reachable(vm, time.monotonic() + self.boot_timeout)
         backend, where = self.route(system)
         backend.provision(where, workspace, cancel_event=cancel_event)
