@@ -57,10 +57,10 @@ def lab(engine):
         service.stop()
 
 
-def submit(engine, service, clock, task="boot"):
+def submit(engine, service, clock, task="boot", *, max_time=7200, metadata=None):
+    recipe = {"tasks": [{"name": task}], "metadata": metadata or {}}
     spec = validate_native(
-        {"recipe_sets": [{"max_time": 7200, "recipes": [{"tasks": [{"name": task}]}]}]},
-        source="t",
+        {"recipe_sets": [{"max_time": max_time, "recipes": [recipe]}]}, source="t"
     )
     with transaction(engine) as repo:
         job_id = repo.queue.submit_job(spec, owner="alice", now=clock(), source_format="native")
@@ -140,19 +140,7 @@ def test_what_a_reservesys_may_keep_reaches_the_core_and_survives_a_restart(engi
     it must learn that from the stored recipe, at submission and when rebuilt."""
     _, service, dispatcher, clock = lab
     keeps = {"reservesys": {"duration": 5400, "when": "onfail"}}
-    spec = validate_native(
-        {
-            "recipe_sets": [
-                {"max_time": 600, "recipes": [{"tasks": [{"name": "b"}], "metadata": keeps}]}
-            ]
-        },
-        source="t",
-    )
-    with transaction(engine) as repo:
-        job_id = repo.queue.submit_job(spec, owner="alice", now=clock(), source_format="native")
-        set_id = repo.jobs.load_job(job_id).sets[0].id
-    service.post(JobSubmitted(job_id))
-    service.drain()
+    set_id = submit(engine, service, clock, "b", max_time=600, metadata=keeps)
     assert set_id in dispatcher.started
     assert service.core is not None
     assert service.core.sets[set_id].kept == 5400
