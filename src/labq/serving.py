@@ -20,8 +20,9 @@ keeps these rules:
   connection that has waited longest for a request head, and when every one is
   busy with a request it is answered 503 and closed at once.
 
-So the descriptors a server holds stay bounded (by the cap plus the listen
-backlog, :func:`accept_backlog`), bodies can hold at most a share of the cap, and
+So the descriptors a server holds stay bounded (by the cap plus a listen backlog
+or two, :func:`accept_backlog`: asyncio closes a pushed-out socket a turn or two
+of its loop after accepting its replacement), bodies can hold at most a share of the cap, and
 a normal client, which sends its request at once, is served even while thousands
 trickle heads or bodies.
 """
@@ -356,7 +357,8 @@ def protocol_class(limits: ConnectionLimits, doorman: Doorman | None = None) -> 
 
 def accept_backlog(limits: ConnectionLimits) -> int:
     """The listen backlog: asyncio accepts up to this many sockets at once before the cap
-    can look at them, so it bounds how far past the cap the descriptors may go."""
+    can look at them, and closes those they push out a turn or two later, so two of it
+    bound how far past the cap the descriptors may go."""
     # Half the cap: one batch of accepted connections can never push out a client whose
     # request is already in its socket, waiting for the next turn of the loop.
     return max(64, min(2048, limits.max_connections // 2))
@@ -365,13 +367,13 @@ def accept_backlog(limits: ConnectionLimits) -> int:
 def allow_descriptors(limits: ConnectionLimits) -> ConnectionLimits:
     """Raise the soft file limit so the cap fits; lower the cap if the hard limit cannot."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    wanted = limits.max_connections + accept_backlog(limits) + RESERVED_FDS
+    wanted = limits.max_connections + 2 * accept_backlog(limits) + RESERVED_FDS
     if soft != resource.RLIM_INFINITY and soft < wanted:
         soft = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     if soft == resource.RLIM_INFINITY or soft >= wanted:
         return limits
-    fitting = max((soft - RESERVED_FDS) * 4 // 5, 16)  # room for the backlog too
+    fitting = max((soft - RESERVED_FDS) // 2, 16)  # room for two backlogs of half the cap
     log.warning(
         "server.max_connections lowered from %d to %d: the file limit is %d",
         limits.max_connections,

@@ -113,7 +113,10 @@ def test_trickling_clients_cannot_starve_a_normal_one(guarded: Running) -> None:
         for sock in socks[-20:]:
             sock.send(b"X")  # still trickling: the deadline counts from the start
             peak = max(peak, descriptors(guarded.pid))
-        assert peak <= idle + CAP + BACKLOG + 30  # bounded by the cap, not by the 1,500
+        # bounded by the cap, not by the 1,500: a pushed-out socket is closed a turn or two
+        # of asyncio's loop after the one that accepted its replacement, so under load a
+        # second backlog may be open meanwhile (CI once: 200 over idle, cap 100, backlog 64)
+        assert peak <= idle + CAP + 2 * BACKLOG + 30
         # closed after the header timeout: waited for, not slept through (a busy machine may
         # close them a little late)
         deadline = time.monotonic() + TIMEOUT + 10
