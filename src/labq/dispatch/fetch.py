@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Final
 from urllib.parse import unquote, urlsplit
 
+from labq.dispatch import tarballs
 from labq.dispatch.workspace import RefError, cached_checkout, resolve_head, resolve_ref
 from labq.domain.fetch import FetchSource, SourceError, parse_source
 from labq.errors import LabqError
@@ -160,8 +161,7 @@ def _tarball(source: FetchSource, cache: Path, url: str) -> Fetched:
             tree = Path(tmp) / "tree"
             tree.mkdir()
             try:
-                with tarfile.open(archive) as tar:
-                    tar.extractall(tree, filter="data")  # no links or paths out of the tree
+                tarballs.extract(archive, tree)  # no links or paths out of the tree
             except (tarfile.TarError, EOFError) as exc:
                 raise FetchError(f"not a readable tarball: {exc}") from None
             (tree / _DONE).touch()
