@@ -68,6 +68,15 @@ class Names:
         return value
 
 
+@dataclass(frozen=True)
+class Moments:
+    """Per recipe: when its system went back to the scheduler, and when the scheduler
+    first moved it (took its job in)."""
+
+    released: Mapping[int, datetime]
+    taken_in: Mapping[int, datetime]
+
+
 def export_scenario(
     repo: Repository,
     settings: Settings,
@@ -97,15 +106,14 @@ def export_scenario(
         if job.group:
             names.of("group", job.group)
     recipe_ids = [r.id for j in jobs for s in j.sets for r in s.recipes]
-    released = repo.accounting.released_at(recipe_ids)
-    taken_in = repo.accounting.taken_in_at(recipe_ids)
+    moments = Moments(
+        repo.accounting.released_at(recipe_ids), repo.accounting.taken_in_at(recipe_ids)
+    )
     notes: list[str] = []
     # the run-time predictions the scheduler planned with, kept with each set: a replay
     # plans with the same ones, not with what it could learn itself
     planned = repo.history.predictions_of(s.id for j in jobs for s in j.sets)
-    out_jobs = [
-        _job(j, t0, epoch(until), (released, taken_in), planned, names, notes) for j in jobs
-    ]
+    out_jobs = [_job(j, t0, epoch(until), moments, planned, names, notes) for j in jobs]
     events = [
         {"at": at, "system": names.of("system", fqdn), "condition": cond.value}
         for at, fqdn, cond in changes
@@ -187,19 +195,18 @@ def _job(
     job: JobView,
     t0: float,
     end: float,
-    moments: tuple[Mapping[int, datetime], Mapping[int, datetime]],
+    moments: Moments,
     planned: Mapping[int, Mapping[str, Any]],
     names: Names,
     notes: list[str],
 ) -> dict[str, Any]:
-    released, taken_in = moments  # per recipe: its system's release, the scheduler's first move
     first = [s for s in job.sets if s.retry_of is None]
     sets = []
     for stored, spec in zip(
         sorted(first, key=lambda s: s.position), job.spec.recipe_sets, strict=False
     ):
         recipes = [
-            _recipe(r, rs, stored, t0, end, released, names, notes)
+            _recipe(r, rs, stored, t0, end, moments.released, names, notes)
             for r, rs in zip(stored.recipes, spec.recipes, strict=True)
         ]
         exported = {
@@ -215,7 +222,7 @@ def _job(
         sets.append(exported)
     out: dict[str, Any] = {
         "id": f"job-{job.id}",
-        "submit_at": max(0.0, _arrival(job, first, taken_in) - t0),
+        "submit_at": max(0.0, _arrival(job, first, moments.taken_in) - t0),
         "recipe_sets": sets,
     }
     if job.group:
