@@ -6,7 +6,8 @@
     python tests/vmhooks.py list STATE
 
 A file ``STATE/fail`` makes ``create`` fail with its text as the reason; ``STATE/slow``
-makes it wait that many seconds first (a server may be killed meanwhile).
+makes it wait that many seconds first (a server may be killed meanwhile). While a
+file ``STATE/stuck`` exists, ``destroy`` hangs (a cloud that does not answer).
 """
 
 from __future__ import annotations
@@ -75,6 +76,8 @@ def create(state: Path, name: str, public_key: Path) -> None:
 
 
 def destroy(state: Path, name: str) -> None:
+    while (state / "stuck").exists():
+        time.sleep(0.1)
     home = state / name
     pid_file = home / "pid"
     if pid_file.exists():

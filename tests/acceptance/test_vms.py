@@ -253,8 +253,16 @@ def test_a_vm_under_reservesys_is_kept_until_its_reservation_is_released(lab):
     _, client = lab.start()  # the new leader's sweep leaves the kept VM
     wait_until(lambda: f"VM {kept} is kept" in lab.logs[-1].read_text(), "the sweep")
     assert vms_of(lab.root) == [kept]
+    # the cloud hangs on the destroy: scheduling goes on meanwhile
+    (lab.root / "cloud" / "stuck").touch()
     released = client.post(f"/systems/{SLOT}/release")
     assert released.status_code == 200, released.text
+    physical = "{host: {fqdn: a.lab1}, tasks: [{name: t, run: 'true'}]}"
+    other = submit(client, f"recipe_sets: [{{recipes: [{physical}]}}]")
+    done = wait_until(lambda: job_state(client, other, "completed", "aborted"), "the next job")
+    assert done["state"] == "completed", done
+    assert vms_of(lab.root) == [kept]
+    (lab.root / "cloud" / "stuck").unlink()
     wait_until(lambda: vms_of(lab.root) == [], "the kept VM to be destroyed")
     assert client.get(f"/systems/{SLOT}").json()["reservation"] is None
 

@@ -5,9 +5,11 @@ installs and starts them. Missing, the tests skip on a laptop and fail under CI=
 Every VM a test makes is destroyed when it ends, passed or failed.
 """
 
+import http.server
 import os
 import shutil
 import subprocess
+import threading
 import time
 import uuid
 from collections import defaultdict
@@ -53,6 +55,12 @@ def provider(tmp_path):
             made.destroy(name)
 
 
+def guest_kernel_args():
+    from labq.dispatch.vms.guest import KERNEL_ARGS
+
+    return KERNEL_ARGS
+
+
 def _name():
     return f"labq-test-{uuid.uuid4().hex[:10]}"
 
@@ -67,10 +75,51 @@ def _virsh_names(provider):
     return set(out.split())
 
 
-def test_a_vm_boots_runs_a_recipe_over_ssh_and_is_destroyed(provider, tmp_path, reporter):
+@pytest.fixture
+def tree_over_http():
+    """The small guest's kernel and initrd served over HTTP, as an imported tree's are."""
+    from labq.dispatch.vms.guest import build
+
+    guest = build()
+    files = {"/vmlinuz": guest.kernel, "/initrd.img": guest.initrd}
+
+    class Tree(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = files[self.path].read_bytes()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Tree)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_vm_boots_runs_a_recipe_over_ssh_and_is_destroyed(
+    provider, tmp_path, reporter, tree_over_http
+):
     name = _name()
-    vm = provider.create(VmRequest(name, "lab1", VmSize(vcpus=1, memory_mb=256)))
-    assert name in provider.list()
+    # the tree's kernel and initrd over HTTP (a tree imported from a URL): downloaded first
+    request = VmRequest(
+        name,
+        "lab1",
+        VmSize(vcpus=1, memory_mb=256),
+        kernel=f"{tree_over_http}/vmlinuz",
+        initrd=f"{tree_over_http}/initrd.img",
+        kernel_args=guest_kernel_args(),
+    )
+    vm = provider.create(request)
+    assert provider.list() == [name]  # the boot cache beside it is no VM
+    cached = sorted(p.name for p in (tmp_path / "vms" / "boot-files").rglob("*") if p.is_file())
+    assert cached == ["initrd.img", "validators.json", "validators.json", "vmlinuz"]
     assert oct((tmp_path / "vms" / name / "id_ed25519").stat().st_mode & 0o777) == "0o600"
     provider.wait_reachable(vm, time.monotonic() + BOOT)
 
@@ -118,7 +167,7 @@ def test_a_restarted_server_finds_and_destroys_an_orphan(provider, tmp_path):
 
 def test_a_failed_create_leaves_nothing_and_says_why(provider, tmp_path):
     name = _name()
-    missing = f"VM {name}: image .*no-such.qcow2 does not exist"
+    missing = f"VM {name}: image: .*no-such.qcow2 does not exist"
     with pytest.raises(ProviderError, match=missing) as caught:
         provider.create(VmRequest(name, "lab1", image=str(tmp_path / "no-such.qcow2")))
     assert "\n" not in str(caught.value)

@@ -13,7 +13,7 @@ from labq.dispatch.plan import SystemInfo, Workspace
 from labq.dispatch.provisioning import provision_environment
 from labq.dispatch.vms.backend import VmBackend, boot_from
 from labq.domain.distro import DistroTree, choose_tree, requirement_of
-from labq.domain.vms import Vm, VmRequest
+from labq.domain.vms import Vm, VmRequest, name_for
 from labq.errors import ProviderError
 
 SLOT = SystemInfo("vm1.lab1.vms", "lab1", attributes={"vm_size": "m", "cpus": 2, "memory_mb": 1024})
@@ -112,3 +112,41 @@ def test_without_a_chosen_tree_the_provider_boots_its_default(
 def test_a_tree_without_boot_files_leaves_the_default() -> None:
     tree = DistroTree(lab="l", name="bare", arch="x86_64", family="Fedora40", url="/srv/bare")
     assert boot_from(provision_environment({}, tree)) == {}
+
+
+class Holding(Recording):
+    """A provider holding VMs by name; it refuses to make one while the slot's quota
+    (one VM) is taken, as a full cloud would."""
+
+    def __init__(self, *names: str) -> None:
+        super().__init__()
+        self.names = set(names)
+        self.destroyed: list[str] = []
+
+    def create(self, request: VmRequest) -> Vm:
+        if any(name.startswith("labq-vm1-lab1-vms-") for name in self.names):
+            raise AssertionError(f"two VMs on one slot: {sorted(self.names)} + {request.name}")
+        return super().create(request)
+
+    def destroy(self, name: str) -> None:
+        self.destroyed.append(name)
+        self.names.discard(name)
+
+    def list(self) -> list[str]:
+        return sorted(self.names)
+
+
+def test_a_vm_kept_on_the_slot_is_destroyed_before_the_next_set_makes_its_own(
+    tmp_path: Path,
+) -> None:
+    # set 3's <reservesys> kept its VM; the reservation ended and the leader has not
+    # destroyed it yet when set 7 is given the slot. Other slots' VMs and other sets'
+    # VMs whose names merely look alike are left.
+    kept, other = name_for(SLOT.fqdn, 3), name_for("vm2.lab1.vms", 4)
+    provider = Holding(kept, other, "labq-g-guest-s-3")
+    backend = VmBackend(LocalBackend(tmp_path), provider, set_id=7, create_timeout=60.0)
+    with pytest.raises(ProviderError, match="no room"):
+        backend.provision(SLOT, Workspace(tmp_path), cancel_event=threading.Event())
+    assert provider.destroyed == [kept]
+    assert [r.name for r in provider.requests] == [name_for(SLOT.fqdn, 7)]
+    assert provider.list() == sorted([other, "labq-g-guest-s-3"])

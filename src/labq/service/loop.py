@@ -103,6 +103,7 @@ class SchedulerService:
         self._stopping = threading.Event()
         self.handled = 0  # events handled, for tests and metrics
         self.wake_at: datetime | None = None  # when the first paused lab queue's pause ends
+        self.reaper = vms.Reaper(engine, settings)  # kept VMs destroyed off this thread
 
     @classmethod
     def elected(
@@ -145,6 +146,7 @@ class SchedulerService:
         self.inbox.post(Stopping())
         if self._thread is not None:
             self._thread.join(timeout)
+        self.reaper.stop(timeout)
 
     def drain(self, timeout: float = 10.0) -> None:
         """Wait until every event queued so far is handled (for tests and shutdown)."""
@@ -279,7 +281,7 @@ class SchedulerService:
                 elif isinstance(action, Kill):
                     self.dispatcher.kill(action.set)
                 elif isinstance(action, EndKept):
-                    vms.destroy_kept(self.engine, self.settings, action.system)
+                    self.reaper.destroy(action.system)
                 else:
                     self.dispatcher.stop(action.set)
             except Exception:  # the consistency pass finds a set whose launch was lost

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import queue
+import threading
 from datetime import datetime
 from pathlib import Path
 
@@ -119,6 +121,41 @@ def _kept(engine: Engine, name: str, set_id: int) -> bool:
                     return False
                 return found.recipe in {r.id for r in view.recipes}
     return False
+
+
+class Reaper:
+    """Destroys the VMs kept for reservations that ended, one after another, off the
+    scheduler's thread: a provider's destroy may take its hook's whole timeout, and
+    scheduling must not wait for it. A set given the slot meanwhile destroys the VM
+    itself before it makes its own (:meth:`labq.dispatch.vms.backend.VmBackend._clear`),
+    so the quota holds whichever comes first; one left when the server stops is the
+    next leader's sweep's."""
+
+    def __init__(self, engine: Engine, settings: Settings) -> None:
+        self.engine = engine
+        self.settings = settings
+        self._slots: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    def destroy(self, slot: str) -> None:
+        """Destroy what ``slot``'s ended reservation kept, soon."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="labq-vm-reaper", daemon=True)
+            self._thread.start()
+        self._slots.put(slot)
+
+    def stop(self, timeout: float) -> None:
+        """Finish the destroys asked for so far (within ``timeout``), then end."""
+        if self._thread is not None:
+            self._slots.put(None)
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while (slot := self._slots.get()) is not None:
+            try:
+                destroy_kept(self.engine, self.settings, slot)
+            except Exception:  # the next leader's sweep destroys what is left
+                log.exception("destroying the VM kept on %s failed", slot)
 
 
 def destroy_kept(engine: Engine, settings: Settings, slot: str) -> list[str]:

@@ -26,7 +26,7 @@ from labq.dispatch.backends import Backend
 from labq.dispatch.backends.routed import Routed
 from labq.dispatch.backends.ssh import SshBackend, SshOptions
 from labq.dispatch.plan import SystemInfo, Workspace
-from labq.domain.vms import Vm, VmProvider, VmRequest, VmSize, name_for
+from labq.domain.vms import Vm, VmProvider, VmRequest, VmSize, name_for, set_of
 from labq.errors import ProviderError
 
 
@@ -85,6 +85,7 @@ class VmBackend(Routed):
         attrs = system.attributes
         size = VmSize(vcpus=int(attrs.get("cpus", 1)), memory_mb=int(attrs.get("memory_mb", 512)))
         name = name_for(system.fqdn, self.set_id)
+        self._clear(system.fqdn)
         vm = self.provider.create(
             VmRequest(name, system.lab, size, **boot_from(workspace.provision))
         )
@@ -107,6 +108,16 @@ class VmBackend(Routed):
             with contextlib.suppress(ProviderError):
                 self.provider.destroy(name)
             raise
+
+    def _clear(self, slot: str) -> None:
+        """Destroy a VM another set left on ``slot`` before making ours: the slot is ours,
+        so one left there is a ``<reservesys>`` VM whose reservation ended (the leader
+        destroys those off its scheduling thread, and may not have yet) or an orphan. A
+        slot never holds two VMs at once, so its lab's quota is never exceeded."""
+        for left in self.provider.list():
+            owner = set_of(left)
+            if owner is not None and owner != self.set_id and left == name_for(slot, owner):
+                self.provider.destroy(left)
 
     def route(self, system: SystemInfo) -> tuple[Backend, SystemInfo]:
         """A slot's VM (once made), or the lab's own backend."""

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Final
 from xml.sax.saxutils import escape, quoteattr
 
-from labq.dispatch.vms import guest
+from labq.dispatch.vms import guest, sources
 from labq.dispatch.vms.cpio import Entry, write
 from labq.domain.vms import NAME_PREFIX, Vm, VmRequest, check_name
 from labq.errors import ProviderError
@@ -41,6 +41,7 @@ _POLL: Final = 0.5
 # host never list or destroy each other's VMs
 _META_NS: Final = "https://labq.invalid/vm/1"
 _CONSOLE_LINES: Final = 3
+BOOT_CACHE: Final = "boot-files"  # not labq-…: list() never takes it for a VM
 
 
 def kvm_usable() -> bool:
@@ -239,9 +240,7 @@ class LibvirtProvider:
         boot = ""
         extra_disk = ""
         if image is not None:
-            backing = str(Path(image).resolve())
-            if not Path(backing).is_file():
-                raise ProviderError(f"VM {name}: image {image} does not exist")
+            backing = str(self._boot_file(name, "image", image).resolve())
             _run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", _format(backing), "-b",
                   backing, str(disk), size], f"make VM {name}'s overlay")  # fmt: skip
             seed = self._seed(home, name, authorized)
@@ -251,8 +250,9 @@ class LibvirtProvider:
                  f"make VM {name}'s disk")  # fmt: skip
             assert kernel is not None  # VmRequest checks: both or none
             assert initrd is not None
-            _with_keys(Path(initrd), home / "initrd", authorized, home / "host_ed25519")
-            shutil.copyfile(kernel, home / "kernel")
+            initrd_file = self._boot_file(name, "initrd", initrd)
+            _with_keys(initrd_file, home / "initrd", authorized, home / "host_ed25519")
+            shutil.copyfile(self._boot_file(name, "kernel", kernel), home / "kernel")
             cmdline = f"{args} labq.hostname={name}".strip()
             boot = (
                 f"<kernel>{escape(str(home / 'kernel'))}</kernel>"
@@ -270,6 +270,14 @@ class LibvirtProvider:
             console=home / "console.log",
             port=port,
         )
+
+    def _boot_file(self, name: str, what: str, location: str) -> Path:
+        """A path to ``location``: a tree's file over HTTP is downloaded into the boot
+        cache (:mod:`labq.dispatch.vms.sources`) beside the VMs' directories."""
+        try:
+            return sources.local_copy(location, self.state_dir / BOOT_CACHE)
+        except ProviderError as exc:
+            raise ProviderError(f"VM {name}: {what}: {exc}") from None
 
     def _seed(self, home: Path, name: str, authorized: str) -> Path:
         """A cloud-init NoCloud seed: the keys for an image's first boot."""
