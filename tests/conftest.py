@@ -80,9 +80,12 @@ ONE_WORKER = {
     "tests/dispatch/test_vms.py": "vms",  # one VM at a time: TCG wants both cores
     "tests/acceptance/test_demo_vms.py": "vms",
     "tests/acceptance/test_isolation.py": "task-uids",
+    "tests/test_workers.py": "probe",  # checks that these groups hold
 }
 # Modules whose timing is the point (lab agents' leases of seconds, restarts, partitions): marked
-# ``alone``; scripts/test runs them after the rest, with no other test beside them.
+# ``alone``; scripts/test runs them after the rest, with no busy test beside them: each such
+# module on one worker, two modules at a time (they mostly wait; tests/acceptance/
+# test_readme.py, marked ``alone`` itself, is the other).
 ALONE = frozenset({"tests/acceptance/test_agents.py"})
 # Modules of long tests (Hypothesis properties of 150-300 examples, 10-30 s each on a quiet
 # core): run first. A worker takes the next test whenever it is free, in collection order,
@@ -100,6 +103,14 @@ FIRST = frozenset(
 )
 
 
+def alone_group(module: str) -> str:
+    """The worker group of an :data:`ALONE` module: ``alone-test_agents``."""
+    return "alone-" + module.rsplit("/", 1)[-1].removesuffix(".py")
+
+
+# first: pytest-xdist's own hook reads the xdist_group marks (and writes the groups into the
+# tests' ids), so the marks must be there before it runs
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Keep each of :data:`ONE_WORKER`'s modules on one worker; mark :data:`ALONE`'s; put
     the modules of long tests (:data:`FIRST`, ``slow``) first, each module kept whole."""
@@ -111,6 +122,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group(name=group))
         if module in ALONE:
             item.add_marker(pytest.mark.alone)
+            item.add_marker(pytest.mark.xdist_group(name=alone_group(module)))
         if module in FIRST or item.get_closest_marker("slow") is not None:
             first.add(module)
     items.sort(key=lambda item: item.nodeid.split("::", 1)[0] not in first)  # stable

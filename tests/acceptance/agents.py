@@ -130,7 +130,8 @@ class Agent:
 
     def supervisor_pids(self) -> list[int]:
         """Every process of this agent's supervisors (forked or spawned, and the keeper of a
-        PID namespace), known by the sets its data directory records."""
+        PID namespace), known by the sets its data directory records and by working in that
+        directory: set ids are per database, and a test beside this one has a set 1 too."""
         sets = [p.name.removeprefix("set-") for p in (self.data / "sets").glob("set-*")]
         wanted = [f"--set\0{n}\0".encode() for n in sets]
         found = []
@@ -139,10 +140,13 @@ class Agent:
                 continue
             try:
                 cmdline = (entry / "cmdline").read_bytes() + b"\0"
+                if b"labq.agent.supervisor" not in cmdline or not any(w in cmdline for w in wanted):
+                    continue
+                if (entry / "cwd").resolve() != self.data.resolve():
+                    continue
             except OSError:
                 continue
-            if b"labq.agent.supervisor" in cmdline and any(w in cmdline for w in wanted):
-                found.append(int(entry.name))
+            found.append(int(entry.name))
         return found
 
 
