@@ -32,4 +32,3 @@ def test_every_grouped_test_carries_its_group(request: pytest.FixtureRequest) ->
     grouped = {item.nodeid: expected_group(item) for item in items if expected_group(item)}
     apart = [nodeid for nodeid, group in grouped.items() if not nodeid.endswith(f"@{group}")]
     assert apart == [], f"{len(apart)} grouped tests run wherever a worker is free: {apart[:3]}"
-
