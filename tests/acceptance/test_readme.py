@@ -11,7 +11,6 @@ README's own server (shell one) and client (shell two) and the five verbs, and t
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import re
 import shutil
@@ -217,13 +216,6 @@ class DemoRun:
 
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
-    return _demo_run(tmp_path_factory)
-
-
-# once per process: pytest-xdist sets a module's fixture up again when a worker's queue of
-# tests runs dry between two of the module's, and this one is a minute of pip install
-@functools.cache
-def _demo_run(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
     port_8080_or_skip()
     base = tmp_path_factory.mktemp("readme")
     clone = copy_of_repository(base / "labq")
