@@ -81,7 +81,18 @@ ONE_WORKER = {
     "tests/acceptance/test_demo_vms.py": "vms",
     "tests/acceptance/test_isolation.py": "task-uids",
     "tests/test_workers.py": "probe",  # checks that these groups hold
+    # one labq server and one Chromium for the pages; the sync Playwright API keeps an event
+    # loop running in the worker while Chromium is up (asyncio.run fails beside it), so the
+    # browser is the package's and ends with its last test
+    "tests/ui/": "ui",
 }
+
+
+def one_worker_group(module: str) -> str | None:
+    """The :data:`ONE_WORKER` group of a test module (by its path, or its directory's)."""
+    return ONE_WORKER.get(module) or ONE_WORKER.get(module.rsplit("/", 1)[0] + "/")
+
+
 # Modules whose timing is the point (lab agents' leases of seconds, restarts, partitions): marked
 # ``alone``; scripts/test runs them after the rest, with no busy test beside them: each such
 # module on one worker, two modules at a time (they mostly wait; tests/acceptance/
@@ -117,7 +128,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     first: set[str] = set()
     for item in items:
         module = item.nodeid.split("::", 1)[0]
-        group = ONE_WORKER.get(module)
+        group = one_worker_group(module)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(name=group))
         if module in ALONE:

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import ALONE, ONE_WORKER, alone_group
+from tests.conftest import ALONE, ONE_WORKER, alone_group, one_worker_group
 
 
 def expected_group(item: pytest.Item) -> str | None:
     module = item.nodeid.split("::", 1)[0]
-    if module in ONE_WORKER:
-        return ONE_WORKER[module]
+    if one_worker_group(module):
+        return one_worker_group(module)
     if module in ALONE:
         return alone_group(module)
     names = sorted(

@@ -230,7 +230,10 @@ def test_a_body_slower_than_the_minimum_rate_is_cut_off(paced: Running) -> None:
         started = time.monotonic()
         while _closed_by_server(sock, within=0.5) is None:  # 2 bytes/s, the floor is 200
             assert time.monotonic() - started < BODY_TIMEOUT - 5, "the slow body was not cut off"
-            sock.send(b" ")
+            try:
+                sock.send(b" ")
+            except (BrokenPipeError, ConnectionResetError):
+                break  # cut off between the look and the byte: what this test waits for
         _still_served(paced)
     finally:
         sock.close()

@@ -106,9 +106,11 @@ def chromium() -> Path:
     return CHROMIUM
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser(chromium: Path) -> Iterator[Browser]:
-    """One headless Chromium for every test."""
+    """One headless Chromium for the page tests (one worker runs them all: tests/conftest.py).
+    Not the session's: while it is up, the sync Playwright API keeps an event loop running
+    in this thread, and a later test's asyncio.run would fail."""
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(
             executable_path=str(chromium), args=["--no-sandbox"], headless=True

@@ -30,7 +30,6 @@ from playwright.sync_api import Browser, BrowserContext, Page, expect
 from tests.acceptance.conftest import running_server
 from tests.ui.conftest import TIMEOUT_MS, UiServer, _populate, log_in
 
-pytestmark = pytest.mark.xdist_group(name="every-page")  # one server of a lab, not one a worker
 ROOT = Path(__file__).parents[2]
 SHOTS = ROOT / "docs" / "screenshots"  # written only with LABQ_SCREENSHOTS=1
 SIZES = {"wide": (1400, 1000), "narrow": (800, 1000)}
