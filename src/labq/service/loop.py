@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
+from typing import Final, Protocol
 
 from sqlalchemy.engine import Engine
 
@@ -58,14 +58,28 @@ class Dispatcher(Protocol):
     def running(self) -> list[int]: ...
 
 
-def settle_heap() -> None:
+# a core of fewer recipes and systems than this is not worth a walk of the whole heap
+SETTLE_AT: Final = 500
+
+
+def settle_heap(core_size: int, *, frozen: bool) -> bool:
     """Keep the collector off what lives as long as the core: collect once (an old core
     goes now), then freeze what is left, so that the collections an event's garbage sets
     off walk that garbage rather than a core of a hundred thousand sets (twice faster
-    placing a thousand sets)."""
+    placing a thousand sets). Whether the heap is frozen now.
+
+    The collection walks the whole process, whatever the core's size: for a small core
+    it buys nothing (in a process holding much else, such as a test runner's, it cost
+    seconds a rebuild), so below :data:`SETTLE_AT` it only thaws what an earlier, larger
+    core froze (``frozen``), which would otherwise never be collected."""
+    if core_size < SETTLE_AT and not frozen:
+        return False
     gc.unfreeze()
     gc.collect()
+    if core_size < SETTLE_AT:
+        return False
     gc.freeze()
+    return True
 
 
 def utcnow() -> datetime:
@@ -104,6 +118,7 @@ class SchedulerService:
         self.handled = 0  # events handled, for tests and metrics
         self.wake_at: datetime | None = None  # when the first paused lab queue's pause ends
         self.reaper = vms.Reaper(engine, settings)  # kept VMs destroyed off this thread
+        self._heap_frozen = False  # what settle_heap froze: a large core
 
     @classmethod
     def elected(
@@ -298,4 +313,5 @@ class SchedulerService:
                 follow = eligibility.follow_up(repo, self.core, self.clock(), wake_at=self.wake_at)
                 actions += self._apply(follow).actions
         self._act(actions)
-        settle_heap()
+        core_size = len(self.core.recipes) + len(self.core.systems)
+        self._heap_frozen = settle_heap(core_size, frozen=self._heap_frozen)
