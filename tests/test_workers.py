@@ -13,8 +13,9 @@ from tests.conftest import ALONE, ONE_WORKER, alone_group, one_worker_group
 
 def expected_group(item: pytest.Item) -> str | None:
     module = item.nodeid.split("::", 1)[0]
-    if one_worker_group(module):
-        return one_worker_group(module)
+    group = one_worker_group(module)
+    if group is not None:
+        return group
     if module in ALONE:
         return alone_group(module)
     names = sorted(
