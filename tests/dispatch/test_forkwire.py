@@ -1,10 +1,13 @@
-"""A fork server preloads the driver of its own server's database, and no other."""
+"""A fork server preloads the driver of its own server's database, and no other; SSH's library
+only where a lab reaches its systems or VMs over SSH."""
 
 from __future__ import annotations
 
 import pytest
 
-from labq.dispatch.forkwire import DRIVERS, drivers_of
+from labq.config import Settings
+from labq.dispatch.dispatcher import backends_preload
+from labq.dispatch.forkwire import DRIVERS, SSH_PRELOAD, drivers_of
 
 
 @pytest.mark.parametrize(
@@ -23,3 +26,28 @@ def test_the_drivers_are_those_of_the_servers_database(url: str, backend: str) -
 def test_a_url_nobody_can_read_preloads_nothing() -> None:
     assert drivers_of("not a url") == ()
     assert drivers_of("mysql://db.example.com/labq") == ()
+
+
+VMS = {
+    "kind": "command",
+    "max_vms": 1,
+    "max_vcpus": 1,
+    "max_memory": 1024,
+    "sizes": [{"name": "s", "cpus": 1, "memory": 1024}],
+    "command": {"create": ["true"], "destroy": ["true"], "list": ["true"]},
+}
+
+
+@pytest.mark.parametrize(
+    ("labs", "preloaded"),
+    [
+        ({}, ()),
+        ({"lab1": {"backend": "local"}}, ()),
+        ({"lab1": {}, "lab2": {"backend": "ssh", "ssh": {"user": "root"}}}, SSH_PRELOAD),
+        ({"lab1": {"vms": VMS}}, SSH_PRELOAD),
+    ],
+)
+def test_ssh_is_preloaded_only_for_a_lab_reached_over_ssh(
+    labs: dict[str, object], preloaded: tuple[str, ...]
+) -> None:
+    assert backends_preload(Settings.model_validate({"labs": labs})) == preloaded

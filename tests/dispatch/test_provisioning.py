@@ -11,7 +11,7 @@ from labq.dispatch.backends.local import LocalBackend
 from labq.dispatch.hooks import HookedBackend, HookSet
 from labq.dispatch.provisioning import provision_environment
 from labq.dispatch.runner import run_set
-from labq.dispatch.supervisor import load_plan
+from labq.dispatch.setplans import load_plan
 from labq.domain.distro import DistroTree
 from labq.domain.states import RecipeState, Result
 from labq.formats.beaker_xml import parse_beaker

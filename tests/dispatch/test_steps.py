@@ -3,8 +3,8 @@
 import threading
 
 from labq.dispatch.plan import RecipePlan, SetPlan
+from labq.dispatch.setplans import task_steps
 from labq.dispatch.steps import StepGate
-from labq.dispatch.supervisor import task_steps
 from labq.domain.states import RecipeState, Result
 
 from .conftest import system, task

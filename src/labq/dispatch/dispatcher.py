@@ -37,7 +37,7 @@ from typing import Final
 from labq.config import Settings
 from labq.dispatch import containment
 from labq.dispatch.forks import ForkedExit
-from labq.dispatch.forkwire import drivers_of
+from labq.dispatch.forkwire import SSH_PRELOAD, drivers_of
 from labq.dispatch.launch import Forker, passed_on_environment, send_secrets, spawn
 from labq.dispatch.logs import SUPERVISOR_OUTPUT, set_log_dir
 
@@ -49,6 +49,13 @@ DEFAULT_GRACE: Final = 30.0  # the supervisor kills tasks (5 s), archives and cl
 DEFAULT_POLL: Final = 1.0
 
 _log = logging.getLogger(__name__)
+
+
+def backends_preload(settings: Settings) -> tuple[str, ...]:
+    """What the fork server imports for its supervisors' backends beyond the local one: SSH's
+    library where a lab's systems or VMs are reached over SSH."""
+    remote = any(lab.backend == "ssh" or lab.vms is not None for lab in settings.labs.values())
+    return SSH_PRELOAD if remote else ()
 
 
 def is_supervisor(pid: int, set_id: int) -> bool:
@@ -107,7 +114,7 @@ class Dispatcher:
             cwd=self.data_dir,
             log=self.data_dir / "supervisors" / FORK_SERVER_LOG,
             forking=forking,  # False: spawn every supervisor (the way before fork servers)
-            preload=drivers_of(db_url),
+            preload=(*drivers_of(db_url), *backends_preload(settings)),
         )
         self._forker.warm()  # now: its imports are done by the time the first set starts
 

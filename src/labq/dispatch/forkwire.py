@@ -21,7 +21,10 @@ DRIVERS: Final[Mapping[str, tuple[str, ...]]] = {
     "sqlite": ("sqlalchemy.dialects.sqlite.pysqlite", "sqlite3"),
     "postgresql": ("sqlalchemy.dialects.postgresql.psycopg", "psycopg"),
 }
-AGENT_PRELOAD: Final = ("labq.agent.supervisor",)
+# SSH's library (asyncssh, half a second): for a server whose settings give a lab the SSH
+# backend or VMs (reached over SSH), and for every lab agent (its labs are mostly remote)
+SSH_PRELOAD: Final = ("labq.dispatch.backends.ssh", "labq.dispatch.vms.backend")
+AGENT_PRELOAD: Final = ("labq.agent.supervisor", *SSH_PRELOAD)
 
 
 def drivers_of(db_url: str) -> tuple[str, ...]:

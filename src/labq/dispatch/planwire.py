@@ -1,6 +1,6 @@
 """A :class:`~labq.dispatch.plan.SetPlan` as JSON, for a supervisor on another host.
 
-The server builds the plan from the database (``labq.dispatch.supervisor.load_plan``)
+The server builds the plan from the database (``labq.dispatch.setplans.load_plan``)
 and sends it to the agent that claimed the set; the agent's supervisor reads it
 back. Plans are plain frozen values, so the JSON is their fields by name.
 """

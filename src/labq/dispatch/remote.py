@@ -27,7 +27,7 @@ from sqlalchemy import Engine
 from labq.dispatch.database_reporter import task_status
 from labq.dispatch.logs import set_log_dir
 from labq.dispatch.planwire import plan_to_json
-from labq.dispatch.supervisor import load_plan
+from labq.dispatch.setplans import load_plan
 from labq.domain.contention import LockNeeds
 from labq.domain.locktable import Outcome, declared_grants
 from labq.domain.states import RecipeState, Result, worst_result
