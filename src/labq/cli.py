@@ -93,7 +93,7 @@ class LazyGroup(click.Group):
 @click.pass_context
 def cli(ctx: click.Context, url: str | None, token: str | None) -> None:
     """labq: an event-driven job scheduler for test labs."""
-    from labq.commands import Session
+    from labq.clisession import Session
 
     session = ctx.ensure_object(Session)
     session.url, session.token = url, token

@@ -74,6 +74,28 @@ def test_a_command_that_needs_no_server_imports_neither_httpx_nor_the_parsers() 
     assert done.stdout.splitlines()[-1] == "[]"
 
 
+def test_a_server_imports_no_http_client_and_no_ssh_library() -> None:
+    """``labq server`` (the group's callback, the server's modules, its app) imports neither
+    httpx nor asyncssh nor the supervisor that would: half a second or more of every start."""
+    probe = (
+        "import sys\n"
+        "from sqlalchemy import create_engine\n"
+        "from labq.cli import run, cli\n"
+        "run(cli.main, ['server', '--help'])\n"
+        "import labq.server\n"
+        "from labq.config import Settings\n"
+        "from labq.usecases.ports import NoScheduler\n"
+        "from labq.webapp import create_app\n"
+        "create_app(create_engine('sqlite://'), Settings(), NoScheduler())\n"
+        "heavy = ('httpx', 'asyncssh', 'labq.dispatch.supervisor', 'labq.client')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.splitlines()[-1] == "[]"
+
+
 def test_the_url_options_help_names_the_clients_default() -> None:
     """The help spells the default out (importing the client for it would undo the above)."""
     from labq.cli import cli

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,34 +15,9 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from labq.client import Client, ConnectionSettingsError, resolve_connection
+from labq.client import Client
+from labq.clisession import Session
 from labq.terminal import output
-
-
-@dataclass
-class Session:
-    """What the group's options say; the client is made on first use."""
-
-    url: str | None = None
-    token: str | None = None
-    _client: Client | None = field(default=None, repr=False)
-
-    def client(self) -> Client:
-        """A client for the resolved connection; refuses early when no token is known."""
-        if self._client is None:
-            connection = resolve_connection(self.url, self.token)
-            if not connection.token:
-                raise ConnectionSettingsError(
-                    "no API token: set LABQ_TOKEN, pass --token, "
-                    "or put 'token:' in the client file (see docs/cli.md)"
-                )
-            self._client = Client(connection)
-        return self._client
-
-    def close(self) -> None:
-        """Close the client, if one was made."""
-        if self._client is not None:
-            self._client.close()
 
 
 def api(ctx: click.Context) -> Client:

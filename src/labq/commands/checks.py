@@ -13,7 +13,7 @@ from __future__ import annotations
 import click
 
 from labq.client import Client, resolve_connection
-from labq.commands import Session
+from labq.clisession import Session
 from labq.domain.job import JobSpec
 from labq.domain.shortfall import unknown_problem, unrecorded
 from labq.errors import LabqError

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from email.message import EmailMessage
 
-import httpx
 from sqlalchemy import Engine
 
 from labq.config import Notify
@@ -142,6 +141,10 @@ class Outbox:
             DELIVERY_HEADER: str(item.id),
             "User-Agent": "labq",
         }
+        # imported when a webhook is posted: httpx (and the rich and pygments its own command
+        # line imports) would be a fifth of a second of every server's start
+        import httpx
+
         try:
             answer = httpx.post(
                 item.target, content=body, headers=headers, timeout=self.settings.timeout
