@@ -12,7 +12,7 @@ from sqlalchemy import CheckConstraint, inspect, select, text
 from labq.domain.states import RecipeState
 from labq.store import current_revision, downgrade, head_revision, make_engine, reading, upgrade
 from labq.store.columns import render_item
-from labq.store.database import default_url
+from labq.store.database import default_url, shipped_head
 from labq.store.tables import Base, Groups
 
 from .conftest import Database, at
@@ -22,6 +22,19 @@ def test_migrations_reach_head_and_upgrade_is_idempotent(db: Database) -> None:
     assert current_revision(db.url) == head_revision()
     assert upgrade(db.url) == head_revision()
     assert upgrade(db.url) == head_revision()
+
+
+def test_the_head_read_from_file_names_is_alembics() -> None:
+    """An up-to-date database is recognised without Alembic by this: a migration named out
+    of the ``NNNN_`` order would leave databases behind."""
+    assert shipped_head() == head_revision()
+
+
+def test_a_database_one_behind_is_upgraded_not_taken_for_up_to_date(db: Database) -> None:
+    previous = str(int(head_revision()) - 1).zfill(4)
+    assert downgrade(db.url, previous) == previous
+    assert upgrade(db.url) == head_revision()
+    assert current_revision(db.url) == head_revision()
 
 
 def test_autogenerate_finds_no_difference_from_the_metadata(db: Database) -> None:
