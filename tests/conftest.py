@@ -94,9 +94,10 @@ def one_worker_group(module: str) -> str | None:
 
 
 # Modules whose timing is the point (lab agents' leases of seconds, restarts, partitions): marked
-# ``alone``; scripts/test runs them after the rest, with no busy test beside them: each such
-# module on one worker, two modules at a time (they mostly wait; tests/acceptance/
-# test_readme.py, marked ``alone`` itself, is the other).
+# ``alone``; scripts/test runs them after the rest, with no busy test beside them. They mostly
+# wait (the machine was 94 % idle through that phase), so three run at a time, each test on
+# whichever worker is free; tests/acceptance/test_readme.py, marked ``alone`` itself, keeps
+# to one worker for its module's install.
 ALONE = frozenset({"tests/acceptance/test_agents.py"})
 # Modules of long tests (Hypothesis properties of 150-300 examples, 10-30 s each on a quiet
 # core): run first. A worker takes the next test whenever it is free, in collection order,
@@ -114,11 +115,6 @@ FIRST = frozenset(
 )
 
 
-def alone_group(module: str) -> str:
-    """The worker group of an :data:`ALONE` module: ``alone-test_agents``."""
-    return "alone-" + module.rsplit("/", 1)[-1].removesuffix(".py")
-
-
 # first: pytest-xdist's own hook reads the xdist_group marks (and writes the groups into the
 # tests' ids), so the marks must be there before it runs
 @pytest.hookimpl(tryfirst=True)
@@ -133,7 +129,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group(name=group))
         if module in ALONE:
             item.add_marker(pytest.mark.alone)
-            item.add_marker(pytest.mark.xdist_group(name=alone_group(module)))
         if module in FIRST or item.get_closest_marker("slow") is not None:
             first.add(module)
     items.sort(key=lambda item: item.nodeid.split("::", 1)[0] not in first)  # stable

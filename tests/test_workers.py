@@ -1,14 +1,14 @@
 """The suite's tests that must share a worker do: under ``--dist loadgroup`` (scripts/test)
-each test of a module of ``ONE_WORKER``, of ``ALONE`` or with an ``xdist_group`` mark of its
-own carries its group in its id, which is how pytest-xdist keeps a group on one worker.
-Neither a conftest hook that adds the marks after xdist read them nor a pytest whose ids
-xdist can no longer write (9.2) may leave them apart unnoticed."""
+each test of a module of ``ONE_WORKER`` or with an ``xdist_group`` mark of its own carries its
+group in its id, which is how pytest-xdist keeps a group on one worker. Neither a conftest hook
+that adds the marks after xdist read them nor a pytest whose ids xdist can no longer write
+(9.2) may leave them apart unnoticed."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.conftest import ALONE, ONE_WORKER, alone_group, one_worker_group
+from tests.conftest import ONE_WORKER, one_worker_group
 
 
 def expected_group(item: pytest.Item) -> str | None:
@@ -16,8 +16,6 @@ def expected_group(item: pytest.Item) -> str | None:
     group = one_worker_group(module)
     if group is not None:
         return group
-    if module in ALONE:
-        return alone_group(module)
     names = sorted(
         {str(m.args[0] if m.args else m.kwargs["name"]) for m in item.iter_markers("xdist_group")}
     )

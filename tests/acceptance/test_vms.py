@@ -87,6 +87,15 @@ def lab(database_url, tmp_path):
         provider.destroy(name)
 
 
+# The tests whose point is the provider, not the database, run on one of the two (alternating):
+# each is a server or two and a VM (15 s). The database's own part — the leader's lock, its
+# adoption after a kill — runs on both in the killed-server test.
+ON_SQLITE = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+ON_POSTGRES = pytest.mark.parametrize(
+    "database_url", [pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True
+)
+
+
 def add_machine(client, fqdn: str) -> None:
     """The lab exists already (the leader made it for its VM slots): add one machine."""
     assert client.post("/labs", json={"name": "lab1"}).status_code in (201, 409)
@@ -153,6 +162,7 @@ def vms_of(root: Path) -> list[str]:
     return list(json.loads(listed.stdout))
 
 
+@ON_POSTGRES
 def test_a_two_host_job_gets_a_vm_for_what_the_lab_lacks(lab):
     _, client = lab.start()
     add_machine(client, "a.lab1")
@@ -231,6 +241,7 @@ recipe_sets:
 """
 
 
+@ON_SQLITE
 def test_a_vm_under_reservesys_is_kept_until_its_reservation_is_released(lab):
     """Also across a new leader, whose sweep of orphans spares it."""
     _, client = lab.start()
@@ -282,6 +293,7 @@ recipe_sets:
 """
 
 
+@ON_POSTGRES
 def test_a_guest_recipe_runs_in_a_vm_the_next_leader_adopts(lab):
     """The guest's VM carries its set in its name, so a new leader's sweep of orphans
     leaves it while the set runs; it is destroyed with its host recipe's end."""

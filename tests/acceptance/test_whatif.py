@@ -20,7 +20,7 @@ from .conftest import LiveServer, labq_command, sqlite_server
 
 GROUPS = {"qe": "alice", "dev": "bob", "ops": "carol"}
 SYSTEMS = {"a1.lab1": "fast", "a2.lab1": "fast", "b1.lab1": None, "b2.lab1": None}
-JOBS = 200
+JOBS = 100  # enough for the checks below (3 wide sets of dev); 200 took twice as long
 NAP = {"name": "nap", "run": "sleep 0.05", "timeout": 30}
 
 
