@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.realjobs import REAL_JOBS, require
@@ -160,14 +161,19 @@ FRAGMENTS = {
 
 def test_every_whole_job_is_submitted(labq, live_server, folder):
     env = {"LABQ_URL": live_server.url, "LABQ_TOKEN": live_server.token}
-    admin = [("lab", "add", "lab1")] + [("system", "add", f, "--lab", "lab1") for f in TARGETS]
+    # the lab's systems over the API (the submissions below are the point: each a labq command)
+    systems = [{"fqdn": f, "lab": "lab1"} for f in TARGETS]
     for kind in ("smithi", "openstack", "vps"):
-        admin += [
-            ("system", "add", f"{kind}{i}.lab1", "--lab", "lab1", f"--attr=machine_type={kind}")
+        systems += [
+            {"fqdn": f"{kind}{i}.lab1", "lab": "lab1", "attributes": {"machine_type": kind}}
             for i in range(8)
         ]
-    for args in admin:
-        assert labq(*args, env=env).returncode == 0, args
+    auth = {"Authorization": f"Bearer {live_server.token}"}
+    with httpx.Client(base_url=f"{live_server.url}/api/v1", headers=auth) as admin:
+        assert admin.post("/labs", json={"name": "lab1"}).status_code == 201
+        for system in systems:
+            added = admin.post("/systems", json=system)
+            assert added.status_code == 201, added.text
     names = sorted(p.name for p in folder.glob("*.yaml") if p.name not in FRAGMENTS)
     stored, offline = [], []
     for name in names:
