@@ -63,6 +63,38 @@ def test_a_supervisor_is_forked_by_the_fork_server_into_a_session_of_its_own(
     wait_for(lambda: not process_alive(forks), what="the fork server to go with its dispatcher")
 
 
+def fork_servers_of(pid: int) -> list[int]:
+    """The fork servers among ``pid``'s children."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ours = parent(int(entry.name)) == pid
+                command = (entry / "cmdline").read_bytes()
+            except (FileNotFoundError, ProcessLookupError):
+                continue  # it ended meanwhile
+            if ours and b"labq.dispatch.forkserver" in command:
+                found.append(int(entry.name))
+    return found
+
+
+def test_the_fork_server_starts_with_the_first_set(lab: Lab, tmp_path: Path) -> None:
+    """A dispatcher that has started no set has no fork server: a server with no work never
+    pays its imports (a second of CPU at every start)."""
+    gate = tmp_path / "go"
+    set_id = waiting_set(lab, gate)
+    finished = Finished()
+    d = dispatcher(lab, finished, "group")
+    try:
+        assert fork_servers_of(os.getpid()) == []
+        pid = d.start(set_id, lab.claim(set_id))
+        assert fork_servers_of(os.getpid()) == [parent(pid)]  # now
+    finally:
+        gate.touch()
+    assert finished.next() == (set_id, 0)
+    d.shutdown()
+
+
 def test_the_fork_server_goes_with_its_dispatcher_and_its_supervisors_stay(
     lab: Lab, tmp_path: Path
 ) -> None:

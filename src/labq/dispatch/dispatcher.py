@@ -116,7 +116,8 @@ class Dispatcher:
             forking=forking,  # False: spawn every supervisor (the way before fork servers)
             preload=(*drivers_of(db_url), *backends_preload(settings)),
         )
-        self._forker.warm()  # now: its imports are done by the time the first set starts
+        # started by the first set: a server that never runs one (a standby, a quiet lab)
+        # never pays the fork server's imports; that first set waits a second for them
 
     @property
     def forking(self) -> bool:
