@@ -20,6 +20,7 @@ from labq.errors import ProviderError
 
 __all__ = [
     "NAME_PREFIX",
+    "Hop",
     "ProviderError",
     "Vm",
     "VmProvider",
@@ -112,12 +113,25 @@ class VmRequest:
 
 
 @dataclass(frozen=True)
+class Hop:
+    """An SSH host a VM is reached through: the hypervisor a guest runs on, whose own
+    127.0.0.1 is where the guest's SSH port is forwarded. Checked like any host."""
+
+    host: str
+    port: int = 22
+    user: str = "root"
+    identity_file: str | None = None
+    known_hosts: str | None = None  # None: the user's known_hosts
+
+
+@dataclass(frozen=True)
 class Vm:
     """A VM that exists: where to reach it over SSH, and with which key.
 
     ``identity_file`` is the private key labq made for this VM (0600, in labq's data
     directory); ``known_hosts`` a file holding the VM's host key, so the SSH backend
-    checks it like any other host's. Both None: the provider's settings say.
+    checks it like any other host's. Both None: the provider's settings say. ``via``:
+    the host its ``address`` is seen from (None: this one).
     """
 
     name: str
@@ -127,6 +141,7 @@ class Vm:
     provider: str
     identity_file: str | None = None
     known_hosts: str | None = None
+    via: Hop | None = None
 
 
 class VmProvider(Protocol):

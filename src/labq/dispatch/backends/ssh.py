@@ -39,7 +39,7 @@ from labq.dispatch.fetch import copy_task
 from labq.dispatch.logs import MaskedLog
 from labq.dispatch.plan import SystemInfo, Workspace
 from labq.dispatch.procs import DEFAULT_GRACE, Outcome
-from labq.domain.vms import Vm
+from labq.domain.vms import Hop, Vm
 from labq.errors import LabqError
 
 _TICK: Final = 0.05
@@ -99,6 +99,7 @@ class SshOptions:
     connect_timeout: float = 30.0
     boot_timeout: float = 600.0  # how long provisioning waits for a host to answer
     command_timeout: float = 300.0  # for labq's own commands on the host
+    via: Hop | None = None  # reached through this host (a guest, through its hypervisor)
 
     def __post_init__(self) -> None:
         path = PurePosixPath(self.workspace)
@@ -119,7 +120,7 @@ class SshOptions:
     @classmethod
     def for_vm(cls, vm: Vm, workspace: str = "labq-workspace") -> SshOptions:
         """Options for a VM a provider made: its port, its own key and its host key."""
-        return cls(vm.user, vm.port, vm.identity_file, vm.known_hosts, workspace)
+        return cls(vm.user, vm.port, vm.identity_file, vm.known_hosts, workspace, via=vm.via)
 
 
 class _TaskSession(asyncssh.SSHClientSession[bytes]):
@@ -166,30 +167,17 @@ class SshBackend:
 
     async def _connect(self, system: SystemInfo) -> asyncssh.SSHClientConnection:
         opts = self.options
-        where = f"{opts.user}@{system.host}:{opts.port}"
-        # always a file of ours: asyncssh's default would follow an ssh_config that
-        # says "UserKnownHostsFile none", which turns checking off
-        known_hosts = Path(opts.known_hosts or "~/.ssh/known_hosts").expanduser()
-        if not known_hosts.is_file():
-            raise SshError(f"ssh to {where}: known_hosts file {known_hosts} does not exist")
+        target = Hop(system.host, opts.port, opts.user, opts.identity_file, opts.known_hosts)
+        if opts.via is None:
+            return await connect(target, opts.connect_timeout)
+        hop = await connect(opts.via, opts.connect_timeout)
         try:
-            return await asyncssh.connect(
-                system.host,
-                port=opts.port,
-                username=opts.user,
-                known_hosts=str(known_hosts),
-                client_keys=[opts.identity_file] if opts.identity_file else (),
-                connect_timeout=opts.connect_timeout,
-            )
-        except asyncssh.HostKeyNotVerifiable as exc:
-            raise SshError(
-                f"ssh to {where}: host key not verified against known_hosts ({exc.reason}); "
-                "add the host's key to known_hosts"
-            ) from None
-        except asyncssh.PermissionDenied:
-            raise SshError(f"ssh to {where}: permission denied (check identity_file)") from None
-        except (OSError, asyncssh.Error, TimeoutError) as exc:
-            raise _UnreachableError(f"ssh to {where}: {exc or type(exc).__name__}") from None
+            conn = await connect(target, opts.connect_timeout, tunnel=hop)
+        except BaseException:
+            hop.close()
+            raise
+        conn.set_tunnel(hop)  # closed with the connection made through it
+        return conn
 
     async def _connect_when_up(
         self, system: SystemInfo, cancel_event: threading.Event
@@ -354,3 +342,35 @@ class SshBackend:
 
 class _UnreachableError(SshError):
     """The host did not answer (yet)."""
+
+
+async def connect(
+    hop: Hop, timeout: float, *, tunnel: asyncssh.SSHClientConnection | None = None
+) -> asyncssh.SSHClientConnection:
+    """An SSH connection to ``hop`` (through ``tunnel``: from that host), its host key
+    checked against its known_hosts file; every failure one line (:class:`SshError`)."""
+    where = f"{hop.user}@{hop.host}:{hop.port}"
+    # always a file of ours: asyncssh's default would follow an ssh_config that
+    # says "UserKnownHostsFile none", which turns checking off
+    known_hosts = Path(hop.known_hosts or "~/.ssh/known_hosts").expanduser()
+    if not known_hosts.is_file():
+        raise SshError(f"ssh to {where}: known_hosts file {known_hosts} does not exist")
+    try:
+        return await asyncssh.connect(
+            hop.host,
+            port=hop.port,
+            username=hop.user,
+            known_hosts=str(known_hosts),
+            client_keys=[hop.identity_file] if hop.identity_file else (),
+            connect_timeout=timeout,
+            tunnel=tunnel or (),
+        )
+    except asyncssh.HostKeyNotVerifiable as exc:
+        raise SshError(
+            f"ssh to {where}: host key not verified against known_hosts ({exc.reason}); "
+            "add the host's key to known_hosts"
+        ) from None
+    except asyncssh.PermissionDenied:
+        raise SshError(f"ssh to {where}: permission denied (check identity_file)") from None
+    except (OSError, asyncssh.Error, TimeoutError) as exc:
+        raise _UnreachableError(f"ssh to {where}: {exc or type(exc).__name__}") from None
