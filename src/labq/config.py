@@ -76,12 +76,34 @@ class LocalBackend(_Section):
     dynamic_uids: Annotated[str, Field(pattern=r"^[0-9]+-[0-9]+$")] = "61184-65519"
 
 
+class GuestHosts(_Section):
+    """A lab whose systems are libvirt hypervisors: each ``<guestrecipe>`` becomes a VM on
+    its host recipe's system, made through libvirt's SSH transport with the lab's ``ssh``
+    settings (docs/operations.md § Guests on their host's hypervisor)."""
+
+    dir: Annotated[str, Field(pattern=r"^/[^/]+/[^/]+")] = "/var/lib/labq/guests"  # on the host
+    session: bool = False  # the login user's own libvirt (qemu:///session), else the system's
+    domain_type: Literal["auto", "kvm", "qemu"] = "auto"
+    user: Annotated[str, Field(min_length=1)] = "root"  # who tasks log in as in a guest
+    vcpus: Annotated[int, Field(ge=1)] = 1  # a guest's size unless its guestargs say
+    memory: Annotated[int, Field(ge=64)] = 512  # MiB
+    boot_timeout: Seconds = 900.0
+    workspace: Annotated[str, Field(min_length=1)] = "labq-workspace"  # in a guest
+
+
 class LabSettings(_Section):
     backend: Literal["local", "ssh"] = "local"
     hooks: Hooks = Hooks()
     ssh: SshBackend = SshBackend()
     local: LocalBackend = LocalBackend()
     vms: VmProvider | None = None  # VMs made on demand (docs/operations.md § VM providers)
+    guests: GuestHosts | None = None  # guests on their host's hypervisor, over SSH
+
+    @model_validator(mode="after")
+    def _guests_over_ssh(self) -> LabSettings:
+        if self.guests is not None and self.backend != "ssh":
+            raise ValueError("guests: the lab's systems are reached over SSH (backend: ssh)")
+        return self
 
 
 class Fetch(_Section):

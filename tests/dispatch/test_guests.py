@@ -127,3 +127,50 @@ def test_a_guest_named_like_a_system_of_the_set_is_refused(local, data_dir, repo
     outcome = run(plan, local, data_dir, reporter)
     assert outcome.state is R.ABORTED
     assert "has the name of another system" in (outcome.recipes[0].reason or "")
+
+
+SSH_LAB = {"backend": "ssh", "ssh": {"user": "root", "port": 2222}}
+COMMAND_VMS = {
+    "kind": "command",
+    "max_vms": 1,
+    "max_vcpus": 1,
+    "max_memory": 1024,
+    "sizes": [{"name": "s", "cpus": 1, "memory": 1024}],
+    "command": {"create": ["true"], "destroy": ["true"], "list": ["true"]},
+}
+
+
+@pytest.mark.parametrize("vms", [None, COMMAND_VMS], ids=["alone", "beside-vm-slots"])
+def test_a_lab_of_hypervisors_makes_each_guest_on_its_host(tmp_path, vms):
+    """``labs.NAME.guests``: guests are VMs on their host (reached as the lab's systems are),
+    also beside the lab's own VM slots, whose provider then makes no guests."""
+    from labq.config import Settings
+    from labq.dispatch.supervisor import lab_backends
+    from labq.dispatch.vms.backend import VmBackend
+    from labq.dispatch.vms.guests import VmGuests
+
+    lab = {**SSH_LAB, "guests": {"dir": "/var/lib/labq/guests", "memory": 300}}
+    if vms is not None:
+        lab["vms"] = vms
+    made = lab_backends(
+        Settings.model_validate({"labs": {"lab1": lab}}), tmp_path, {"lab1"}, set_id=9, users=[]
+    )["lab1"]
+    if vms is not None:
+        assert isinstance(made, VmBackend)
+        made = made.inner
+    assert isinstance(made, VmGuests)
+    assert made.provider is None
+    assert made.on_host is not None
+    assert made.size.memory_mb == 300
+    assert not isinstance(made.inner, VmGuests)  # the lab's provider makes no guests here
+
+
+def test_guests_on_their_hosts_need_a_lab_reached_over_ssh():
+    from pydantic import ValidationError
+
+    from labq.config import Settings
+
+    with pytest.raises(ValidationError, match="backend: ssh"):
+        Settings.model_validate({"labs": {"lab1": {"guests": {}}}})
+    with pytest.raises(ValidationError, match="dir"):
+        Settings.model_validate({"labs": {"lab1": {**SSH_LAB, "guests": {"dir": "guests"}}}})

@@ -5,6 +5,7 @@ installs and starts them. Missing, the tests skip on a laptop and fail under CI=
 Every VM a test makes is destroyed when it ends, passed or failed.
 """
 
+import getpass
 import http.server
 import os
 import shutil
@@ -24,6 +25,9 @@ from labq.domain.vms import VmRequest, VmSize, set_of
 from labq.errors import ProviderError
 
 from .conftest import system, task
+from .test_ssh import sshd
+
+__all__ = ["sshd"]  # the fixture, for the guests made on a hypervisor over SSH
 
 BOOT = 600  # seconds: TCG on a loaded machine takes a minute, KVM a few seconds
 
@@ -243,3 +247,69 @@ def test_bad_guestargs_are_one_line():
 
     with pytest.raises(ProviderError, match="--ram needs a number"):
         guest_size("--ram=lots", VmSize())
+
+
+def test_a_guest_is_made_on_its_hosts_hypervisor_over_ssh(provider, sshd, tmp_path, reporter):
+    """A ``<guestrecipe>`` whose host recipe runs on a libvirt hypervisor reached over SSH
+    (an sshd of the test's own on 127.0.0.1, as another machine would be; its libvirt is
+    this machine's): the guest's files are placed in the host's directory, its VM is made
+    there through libvirt's SSH transport, its tasks run in it through the host, and a VM
+    left on that host by an earlier set is destroyed first. Nothing of either is left."""
+    from labq.dispatch.plan import GuestPlan
+    from labq.dispatch.vms.guests import VmGuests, guest_vm_name
+    from labq.dispatch.vms.hypervisor import Hypervisor
+    from labq.dispatch.vms.libvirt import LibvirtProvider
+    from labq.domain.vms import Hop
+
+    user = getpass.getuser()
+    hop = Hop("127.0.0.1", sshd["port"], user, sshd["key"], sshd["known_hosts"])
+    there = tmp_path / "on-the-host" / "guests"  # the host's guests' dir (another machine's)
+    hypervisor = Hypervisor(hop, dir=str(there), session=True)
+    assert hypervisor.uri.startswith(f"qemu+libssh://{user}@127.0.0.1:{sshd['port']}/session?")
+
+    def on_host(host):
+        assert host.fqdn == "hv1.test"
+        return LibvirtProvider(state_dir=tmp_path / "vms-hv1", hypervisor=hypervisor)
+
+    set_id = 7_000_000 + uuid.uuid4().int % 1_000_000
+    left = on_host(system("hv1.test")).create(
+        VmRequest(guest_vm_name("old", set_id - 1), "lab1", VmSize(memory_mb=128))
+    )  # an earlier set's guest whose supervisor died: only started, never waited for
+    inner = SshBackend(
+        SshOptions(user, sshd["port"], sshd["key"], sshd["known_hosts"], str(tmp_path / "ws")),
+        grace=0.5,
+    )
+    backend = VmGuests(inner, None, set_id=set_id, on_host=on_host, size=VmSize(memory_mb=256))
+    host = SystemInfo("hv1.test", "lab1", address="127.0.0.1")
+    guest = GuestPlan(
+        system=SystemInfo("g1", "lab1", guest_of="hv1.test", guest_args="--ram=300"),
+        tasks=(task(2, 'uname -n > "$LABQ_LOG_DIR/me"'),),
+    )
+    placed = f'ls {there}/* > "$LABQ_LOG_DIR/placed"'  # on the host, while the guest runs
+    plan = SetPlan(
+        id=set_id,
+        job_id=3,
+        recipes=(RecipePlan(id=1, system=host, tasks=(task(1, placed),), guests=(guest,)),),
+    )
+    try:
+        outcome = run_set(
+            plan,
+            defaultdict(lambda: backend),
+            data_dir=tmp_path / "data",
+            reporter=reporter,
+            heartbeat_every=1,
+        )
+    finally:
+        LibvirtProvider(state_dir=tmp_path / "vms-hv1", hypervisor=hypervisor).destroy(left.name)
+
+    (recipe,) = outcome.recipes
+    assert recipe.state is RecipeState.COMPLETED, recipe.reason
+    assert [t.result for t in recipe.tasks] == [Result.PASS, Result.PASS]
+    name = guest_vm_name("g1", set_id)
+    logs = tmp_path / "data" / "logs" / f"set-{set_id}" / "hv1.test"
+    assert (logs / "guests/g1/collected/me").read_text() == f"{name}\n"  # it ran in the VM
+    assert (logs / "collected/placed").read_text().split() == [
+        "console.log", "disk.qcow2", "initrd", "kernel"
+    ]  # fmt: skip
+    assert list(there.iterdir()) == []  # both VMs' files gone from the host
+    assert not ({name, left.name} & _virsh_names(on_host(host)))

@@ -44,8 +44,8 @@ from typing import IO
 
 from sqlalchemy import Engine
 
+from labq.config import LabSettings, Settings, load_settings
 from labq.config import LocalBackend as LocalSettings
-from labq.config import Settings, load_settings
 from labq.dispatch import containment
 from labq.dispatch.access import declared_locks, set_credentials
 from labq.dispatch.backends import Backend
@@ -55,7 +55,7 @@ from labq.dispatch.fetch import FetchOptions
 from labq.dispatch.hooks import HOOK_NAMES, HookedBackend, HookSet
 from labq.dispatch.identity import DYNAMIC, DynamicUsers, TaskUser, fixed_user, parse_range
 from labq.dispatch.logs import set_log_dir
-from labq.dispatch.plan import SetPlan
+from labq.dispatch.plan import SetPlan, SystemInfo
 from labq.dispatch.results import SetOutcome
 from labq.dispatch.runner import Backends, run_set
 from labq.dispatch.setplans import CannotRunError, check_runnable, load_plan
@@ -92,15 +92,52 @@ def lab_backends(
         hooks = config.hooks
         if any(getattr(hooks, name) for name in HOOK_NAMES):
             backend = HookedBackend(backend, HookSet.from_settings(hooks))
+        if config.guests is not None:
+            backend = _guests_on_hosts(backend, config, data_dir, set_id)
         if config.vms is not None:
-            backend = _with_vms(backend, config.vms, data_dir, set_id)
+            backend = _with_vms(backend, config.vms, data_dir, set_id, guests=config.guests is None)
         made[lab] = backend
     return made
 
 
-def _with_vms(backend: Backend, vms: VmProviderSettings, data_dir: Path, set_id: int) -> Backend:
-    """A lab with a VM provider: its VM slots' recipes run in VMs made for them, and every
-    ``<guestrecipe>`` in a VM of its own (sized by its guestargs, else the first size)."""
+def _guests_on_hosts(backend: Backend, lab: LabSettings, data_dir: Path, set_id: int) -> Backend:
+    """A lab of libvirt hypervisors: each ``<guestrecipe>`` a VM on its host recipe's
+    system, through libvirt's SSH transport and the lab's SSH settings; the VMs' keys
+    under ``data_dir/vms/hosts/<host>`` here, their files in ``guests.dir`` there."""
+    from labq.dispatch.vms.guests import VmGuests  # SSH's library: see lab_backends
+    from labq.dispatch.vms.hypervisor import Hypervisor
+    from labq.dispatch.vms.libvirt import HOSTS_DIR, LibvirtProvider
+    from labq.domain.vms import Hop, VmSize
+
+    guests, ssh = lab.guests, lab.ssh
+    assert guests is not None  # the caller asks
+
+    def on_host(host: SystemInfo) -> LibvirtProvider:
+        hop = Hop(host.host, ssh.port, ssh.user, ssh.identity_file, ssh.known_hosts)
+        return LibvirtProvider(
+            state_dir=data_dir / "vms" / HOSTS_DIR / host.fqdn,
+            domain_type=guests.domain_type,
+            user=guests.user,
+            hypervisor=Hypervisor(hop, dir=guests.dir, session=guests.session),
+        )
+
+    return VmGuests(
+        backend,
+        None,
+        set_id=set_id,
+        on_host=on_host,
+        size=VmSize(vcpus=guests.vcpus, memory_mb=guests.memory),
+        boot_timeout=guests.boot_timeout,
+        workspace=guests.workspace,
+    )
+
+
+def _with_vms(
+    backend: Backend, vms: VmProviderSettings, data_dir: Path, set_id: int, *, guests: bool
+) -> Backend:
+    """A lab with a VM provider: its VM slots' recipes run in VMs made for them, and (with
+    ``guests``) every ``<guestrecipe>`` in a VM of its own (sized by its guestargs, else
+    the first size)."""
     from labq.dispatch.vms.backend import VmBackend  # SSH's library: see lab_backends
     from labq.dispatch.vms.guests import VmGuests
     from labq.dispatch.vms.providers import provider_for
@@ -108,16 +145,17 @@ def _with_vms(backend: Backend, vms: VmProviderSettings, data_dir: Path, set_id:
 
     provider = provider_for(vms, data_dir)
     first = vms.sizes[0]
-    guests = VmGuests(
-        backend,
-        provider,
-        set_id=set_id,
-        size=VmSize(vcpus=first.cpus, memory_mb=first.memory),
-        boot_timeout=vms.create_timeout,
-        workspace=vms.workspace,
-    )
+    if guests:
+        backend = VmGuests(
+            backend,
+            provider,
+            set_id=set_id,
+            size=VmSize(vcpus=first.cpus, memory_mb=first.memory),
+            boot_timeout=vms.create_timeout,
+            workspace=vms.workspace,
+        )
     return VmBackend(
-        guests, provider, set_id=set_id, create_timeout=vms.create_timeout, workspace=vms.workspace
+        backend, provider, set_id=set_id, create_timeout=vms.create_timeout, workspace=vms.workspace
     )
 
 

@@ -10,6 +10,11 @@ guest's ``guest_args`` is Beaker's ``guestargs`` (``virt-install`` options);
 
 The VMs live in the supervisor's process; if it dies, the server's start-up finds
 them by the provider's ``list`` and destroys them like any orphan.
+
+In a lab whose systems are libvirt hypervisors (``labs.NAME.guests``), a guest is
+made on its host recipe's own system instead: ``on_host`` gives the provider of a
+host (:class:`labq.dispatch.vms.hypervisor.Hypervisor`), and the guest's SSH goes
+through that host.
 """
 
 from __future__ import annotations
@@ -17,13 +22,14 @@ from __future__ import annotations
 import shlex
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from labq.dispatch.backends import Backend
 from labq.dispatch.backends.routed import Routed
 from labq.dispatch.backends.ssh import SshBackend, SshOptions
 from labq.dispatch.plan import SystemInfo, Workspace
-from labq.domain.vms import Vm, VmProvider, VmRequest, VmSize, vm_name
+from labq.domain.vms import Vm, VmProvider, VmRequest, VmSize, set_of, vm_name
 from labq.errors import ProviderError
 
 
@@ -64,22 +70,28 @@ class VmGuests(Routed):
     def __init__(
         self,
         inner: Backend,
-        provider: VmProvider,
+        provider: VmProvider | None,
         *,
         set_id: int,
+        on_host: Callable[[SystemInfo], VmProvider] | None = None,
         size: VmSize | None = None,
         boot_timeout: float = 900.0,
         grace: float = 2.0,
         workspace: str = "labq-workspace",
     ) -> None:
+        if (provider is None) == (on_host is None):
+            raise ProviderError("guests are made by the lab's provider or on their host")
         self.inner = inner
         self.provider = provider
+        self.on_host = on_host
+        self._hosts: dict[str, SystemInfo] = {}  # provisioned here: the guests' hosts
+        self._providers: dict[str, VmProvider] = {}  # a host's, made once
         self.set_id = set_id
         self.size = size or VmSize()
         self.boot_timeout = boot_timeout
         self.grace = grace
         self.workspace = workspace  # in the VM, as ssh's (SshOptions.workspace)
-        self._vms: dict[str, tuple[Vm, SshBackend]] = {}
+        self._vms: dict[str, tuple[Vm, SshBackend, VmProvider]] = {}
         self._lock = threading.Lock()
 
     def _name(self, system: SystemInfo) -> str:
@@ -93,24 +105,52 @@ class VmGuests(Routed):
             made = self._vms.get(system.fqdn)
         if made is None:
             raise ProviderError(f"guest {system.fqdn} has no VM (it was not provisioned)")
-        vm, ssh = made
+        vm, ssh, _ = made
         return ssh, SystemInfo(system.fqdn, system.lab, system.arch, address=vm.address)
+
+    def _provider(self, guest: SystemInfo) -> VmProvider:
+        """The lab's provider, or the one of the guest's host (made on first use)."""
+        if self.on_host is None:
+            assert self.provider is not None  # one of the two: checked when made
+            return self.provider
+        host_fqdn = guest.guest_of or ""
+        with self._lock:
+            host = self._hosts.get(host_fqdn, SystemInfo(host_fqdn, guest.lab, guest.arch))
+            made = self._providers.get(host_fqdn)
+        if made is None:
+            made = self.on_host(host)
+            with self._lock:
+                self._providers.setdefault(host_fqdn, made)
+            self._sweep(made)
+        return made
+
+    def _sweep(self, provider: VmProvider) -> None:
+        """Destroy what a host holds of other sets' guests: a host serves one recipe at a
+        time, so any such VM is left from a set whose supervisor died (no leader's sweep
+        reaches every host)."""
+        for name in provider.list():
+            if set_of(name) != self.set_id:
+                provider.destroy(name)
 
     def provision(
         self, system: SystemInfo, workspace: Workspace, *, cancel_event: threading.Event
     ) -> None:
         """A guest: make its VM and wait for its SSH, then lay out its workspace."""
         if system.guest_of is None:
+            with self._lock:
+                self._hosts[system.fqdn] = system
             self.inner.provision(system, workspace, cancel_event=cancel_event)
             return
         size = guest_size(system.guest_args, self.size)
-        vm = self.provider.create(VmRequest(self._name(system), system.lab, size))
+        provider = self._provider(system)
+        vm = provider.create(VmRequest(self._name(system), system.lab, size))
         with self._lock:
             self._vms[system.fqdn] = (
                 vm,
                 SshBackend(SshOptions.for_vm(vm, self.workspace), grace=self.grace),
+                provider,
             )
-        self.provider.wait_reachable(vm, time.monotonic() + self.boot_timeout)
+        provider.wait_reachable(vm, time.monotonic() + self.boot_timeout)
         backend, where = self.route(system)
         backend.provision(where, workspace, cancel_event=cancel_event)
 
@@ -120,5 +160,6 @@ class VmGuests(Routed):
             self.inner.cleanup(system, log_dir=log_dir)
             return
         with self._lock:
-            self._vms.pop(system.fqdn, None)
-        self.provider.destroy(self._name(system))
+            made = self._vms.pop(system.fqdn, None)
+        provider = made[2] if made is not None else self._provider(system)
+        provider.destroy(self._name(system))

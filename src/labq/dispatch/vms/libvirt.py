@@ -22,17 +22,19 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shutil
 import socket
 import subprocess
 import time
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any, Final
 from xml.sax.saxutils import escape, quoteattr
 
 from labq.dispatch.vms import guest, sources
 from labq.dispatch.vms.cpio import Entry, write
+from labq.dispatch.vms.hypervisor import Hypervisor
 from labq.domain.vms import NAME_PREFIX, Vm, VmRequest, check_name
 from labq.errors import ProviderError
 
@@ -42,6 +44,9 @@ _POLL: Final = 0.5
 _META_NS: Final = "https://labq.invalid/vm/1"
 _CONSOLE_LINES: Final = 3
 BOOT_CACHE: Final = "boot-files"  # not labq-…: list() never takes it for a VM
+HOSTS_DIR: Final = "hosts"  # not labq-… either: per host, the keys of guests made there
+_REMOTE_PORTS: Final = (20000, 60000)  # a guest's forwarded port on a hypervisor's 127.0.0.1
+_PORT_TRIES: Final = 5  # ports tried when one is taken there
 
 
 def kvm_usable() -> bool:
@@ -63,6 +68,12 @@ def _run(argv: list[str], what: str) -> None:
         raise ProviderError(f"cannot {what}: {tail}")
 
 
+def _remote_port() -> int:
+    """A port for a guest's SSH on its hypervisor's 127.0.0.1 (free there, mostly)."""
+    low, high = _REMOTE_PORTS
+    return low + secrets.randbelow(high - low)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -76,6 +87,8 @@ class LibvirtProvider:
     ``domain_type`` is ``kvm``, ``qemu`` (TCG, software emulation) or ``auto`` (KVM
     where :func:`kvm_usable`). ``kernel``/``initrd``/``image`` are the default boot
     source for requests that name none; ``ssh_public_key`` is let in on every VM.
+    With a ``hypervisor`` the VMs are made on that host instead (its libvirt over SSH,
+    their files in its directory, their SSH through it); they boot a kernel and initrd.
     """
 
     kind = "libvirt"
@@ -92,6 +105,7 @@ class LibvirtProvider:
         kernel_args: str = "",
         user: str = "root",
         ssh_public_key: str | None = None,
+        hypervisor: Hypervisor | None = None,
     ) -> None:
         if domain_type not in ("auto", "kvm", "qemu"):
             raise ProviderError(f"libvirt provider: domain_type {domain_type!r}: kvm, qemu or auto")
@@ -103,8 +117,12 @@ class LibvirtProvider:
             ) from None
         self._libvirt: Any = libvirt
         self.state_dir = state_dir
-        self.uri = uri
-        self.domain_type = domain_type if domain_type != "auto" else _auto_type()
+        self.hypervisor = hypervisor
+        self.uri = uri if hypervisor is None else hypervisor.uri
+        if domain_type == "auto":
+            usable = kvm_usable() if hypervisor is None else hypervisor.kvm_usable()
+            domain_type = "kvm" if usable else "qemu"
+        self.domain_type = domain_type
         self.kernel, self.initrd, self.image = kernel, initrd, image
         self.kernel_args = kernel_args
         self.user = user
@@ -159,15 +177,7 @@ class LibvirtProvider:
         home = self.state_dir / request.name
         home.mkdir(parents=True, mode=0o700)
         try:
-            port = _free_port()
-            xml = self._prepare(request, home, port)
-            with self._conn() as conn:
-                try:
-                    conn.createXML(xml, 0)
-                except self._libvirt.libvirtError as exc:
-                    raise ProviderError(
-                        f"VM {request.name}: libvirt refused it: {exc.get_error_message()}"
-                    ) from None
+            port = self._start(request, home)
         except BaseException:
             self.destroy(request.name)
             raise
@@ -179,19 +189,58 @@ class LibvirtProvider:
             self.kind,
             identity_file=str(home / "id_ed25519"),
             known_hosts=str(home / "known_hosts"),
+            via=None if self.hypervisor is None else self.hypervisor.hop,
         )
+
+    def _start(self, request: VmRequest, home: Path) -> int:
+        """Make the VM's files and start its domain: the port its SSH is forwarded from.
+        On a hypervisor a port chosen at random may be taken there: the next is tried."""
+        for attempt in range(1, _PORT_TRIES + 1):
+            port = _free_port() if self.hypervisor is None else _remote_port()
+            xml = self._prepare(request, home, port)
+            with self._conn() as conn:
+                try:
+                    conn.createXML(xml, 0)
+                    return port
+                except self._libvirt.libvirtError as exc:
+                    message = exc.get_error_message()
+                    taken = self.hypervisor is not None and "forward" in message
+                    if not taken or attempt == _PORT_TRIES:
+                        raise ProviderError(
+                            f"VM {request.name}: libvirt refused it: {message}"
+                        ) from None
+            shutil.rmtree(home)  # made again for the next port
+            home.mkdir(mode=0o700)
+        raise AssertionError("unreachable: the last try raises")
 
     def wait_reachable(self, vm: Vm, deadline: float) -> None:
         """Poll the VM's SSH port until it says ``SSH-``; its console tells why not."""
-        console = self.state_dir / vm.name / "console.log"
         while True:
-            if _ssh_answers(vm.address, vm.port):
+            if self._greets(vm):
                 return
             if not self._running(vm.name):
-                raise ProviderError(f"VM {vm.name} stopped while booting{_told(console)}")
+                raise ProviderError(f"VM {vm.name} stopped while booting{self._told(vm.name)}")
             if time.monotonic() >= deadline:
-                raise ProviderError(f"VM {vm.name}: SSH did not answer in time{_told(console)}")
+                raise ProviderError(
+                    f"VM {vm.name}: SSH did not answer in time{self._told(vm.name)}"
+                )
             time.sleep(_POLL)
+
+    def _greets(self, vm: Vm) -> bool:
+        if self.hypervisor is None:
+            return _ssh_answers(vm.address, vm.port)
+        return self.hypervisor.greets(vm.port)
+
+    def _told(self, name: str) -> str:
+        """``; console: <its last lines>`` when the VM's console said anything."""
+        if self.hypervisor is None:
+            try:
+                text = (self.state_dir / name / "console.log").read_bytes().decode(errors="replace")
+            except OSError:
+                return ""
+        else:
+            text = self.hypervisor.console(name)
+        return _last_lines(text)
 
     def _running(self, name: str) -> bool:
         with self._conn() as conn:
@@ -212,6 +261,8 @@ class LibvirtProvider:
                     domain.destroy()
                 with contextlib.suppress(self._libvirt.libvirtError):  # transient: gone
                     domain.undefine()
+        if self.hypervisor is not None:
+            self.hypervisor.remove(name)
         shutil.rmtree(self.state_dir / name, ignore_errors=True)
 
     # -- a VM's files -------------------------------------------------------------
@@ -239,6 +290,11 @@ class LibvirtProvider:
                 kernel, initrd, args = str(built.kernel), str(built.initrd), guest.KERNEL_ARGS
         boot = ""
         extra_disk = ""
+        where: PurePath = home  # the VM's files as its domain names them
+        if image is not None and self.hypervisor is not None:
+            raise ProviderError(
+                f"VM {name}: a hypervisor over SSH boots a kernel and initrd, not an image"
+            )
         if image is not None:
             backing = str(self._boot_file(name, "image", image).resolve())
             _run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", _format(backing), "-b",
@@ -246,17 +302,21 @@ class LibvirtProvider:
             seed = self._seed(home, name, authorized)
             extra_disk = _disk_xml(seed, "raw", "vdb", readonly=True)
         else:
-            _run(["qemu-img", "create", "-q", "-f", "qcow2", str(disk), size],
-                 f"make VM {name}'s disk")  # fmt: skip
             assert kernel is not None  # VmRequest checks: both or none
             assert initrd is not None
             initrd_file = self._boot_file(name, "initrd", initrd)
             _with_keys(initrd_file, home / "initrd", authorized, home / "host_ed25519")
             shutil.copyfile(self._boot_file(name, "kernel", kernel), home / "kernel")
+            if self.hypervisor is None:
+                _run(["qemu-img", "create", "-q", "-f", "qcow2", str(disk), size],
+                     f"make VM {name}'s disk")  # fmt: skip
+            else:  # the disk is made there
+                files = [home / "kernel", home / "initrd"]
+                where = self.hypervisor.place(name, files, request.size.disk_gb)
             cmdline = f"{args} labq.hostname={name}".strip()
             boot = (
-                f"<kernel>{escape(str(home / 'kernel'))}</kernel>"
-                f"<initrd>{escape(str(home / 'initrd'))}</initrd>"
+                f"<kernel>{escape(str(where / 'kernel'))}</kernel>"
+                f"<initrd>{escape(str(where / 'initrd'))}</initrd>"
                 f"<cmdline>{escape(cmdline)}</cmdline>"
             )
         return _domain_xml(
@@ -266,8 +326,8 @@ class LibvirtProvider:
             vcpus=request.size.vcpus,
             memory_mb=request.size.memory_mb,
             boot=boot,
-            disks=_disk_xml(disk, "qcow2", "vda") + extra_disk,
-            console=home / "console.log",
+            disks=_disk_xml(where / "disk.qcow2", "qcow2", "vda") + extra_disk,
+            console=where / "console.log",
             port=port,
         )
 
@@ -294,10 +354,6 @@ class LibvirtProvider:
               "-rock", str(seed / "user-data"), str(seed / "meta-data")],
              f"make VM {name}'s seed disk")  # fmt: skip
         return iso
-
-
-def _auto_type() -> str:
-    return "kvm" if kvm_usable() else "qemu"
 
 
 def _format(image: str) -> str:
@@ -333,18 +389,14 @@ def _ssh_answers(address: str, port: int) -> bool:
         return False
 
 
-def _told(console: Path) -> str:
-    """``; console: <its last lines>`` when the console said anything."""
-    try:
-        text = console.read_bytes().decode(errors="replace")
-    except OSError:
-        return ""
+def _last_lines(text: str) -> str:
+    """``; console: <its last printable lines>``, or '' when there are none."""
     lines = [ln.strip() for ln in text.replace("\r", "\n").splitlines() if ln.strip()]
     lines = [ln for ln in lines if ln.isprintable()][-_CONSOLE_LINES:]
     return f"; console: {' | '.join(lines)}" if lines else ""
 
 
-def _disk_xml(path: Path, fmt: str, target: str, *, readonly: bool = False) -> str:
+def _disk_xml(path: PurePath, fmt: str, target: str, *, readonly: bool = False) -> str:
     return (
         f"<disk type='file' device='disk'><driver name='qemu' type='{fmt}'/>"
         f"<source file={quoteattr(str(path))}/><target dev='{target}' bus='virtio'/>"
@@ -361,7 +413,7 @@ def _domain_xml(
     memory_mb: int,
     boot: str,
     disks: str,
-    console: Path,
+    console: PurePath,
     port: int,
 ) -> str:
     # user-mode networking through QEMU's own arguments: libvirt's <interface type='user'>
