@@ -94,11 +94,11 @@ def one_worker_group(module: str) -> str | None:
 
 
 # Modules whose timing is the point (lab agents' leases of seconds, restarts, partitions): marked
-# ``alone``; scripts/test runs them after the rest, with no busy test beside them. They mostly
-# wait (the machine was 94 % idle through that phase), so three run at a time, each test on
-# whichever worker is free; tests/acceptance/test_readme.py, marked ``alone`` itself, keeps
-# to one worker for its module's install.
-ALONE = frozenset({"tests/acceptance/test_agents.py"})
+# ``alone``; scripts/test runs them after the rest, with no busy test beside them (tests of
+# other modules are marked so one by one). They mostly wait (the machine was 94 % idle through
+# that phase), so four run at a time, each test on whichever worker is free; tests/acceptance/
+# test_readme.py, marked ``alone`` itself, keeps to one worker for its module's install.
+ALONE = frozenset({"tests/acceptance/test_agents.py", "tests/acceptance/test_agent_bench.py"})
 # Modules of long tests (Hypothesis properties of 150-300 examples, 10-30 s each on a quiet
 # core): run first. A worker takes the next test whenever it is free, in collection order,
 # and tests/unit comes last; one of these begun at the end keeps the other worker idle.

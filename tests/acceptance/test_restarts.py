@@ -246,6 +246,7 @@ def test_a_killed_supervisor_aborts_its_set_and_the_retry_runs_elsewhere(lab):
     assert_never_double_booked(client, *fqdns)
 
 
+@pytest.mark.alone  # its heartbeat timeout is seconds: timing is its point, and it waits
 def test_a_hung_supervisor_is_caught_by_the_consistency_pass(lab):
     """A supervisor that stops heart-beating (frozen, so the server still sees it alive)."""
     _, client = lab.start()

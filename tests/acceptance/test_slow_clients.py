@@ -97,6 +97,7 @@ def _closed_by_server(sock: socket.socket, within: float) -> bytes | None:
     return received
 
 
+@pytest.mark.alone  # how long the normal client waits is its point; it mostly waits
 def test_trickling_clients_cannot_starve_a_normal_one(guarded: Running) -> None:
     # the server opens what it keeps (database connections, the fork server's socket) on
     # its first requests: count its descriptors once it has served one
