@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from labq.agent.spool import LOST, STOP, Fenced, SetDir, SpoolReporter, last_seq, read_events
+from labq.agent.spool import (
+    LOST,
+    STOP,
+    Fenced,
+    SetDir,
+    SpoolReporter,
+    last_seq,
+    read_events,
+    write_atomic,
+)
 from labq.domain.states import RecipeState, Result
 
 
@@ -183,3 +194,32 @@ def test_the_heartbeat_answers_the_max_time_the_server_last_said(tmp_path):
     assert r.heartbeat() == 660.0
     r.spool.write_control(LOST)
     assert r.heartbeat() is None  # a lost set hears nothing more
+
+
+def _write_many(path: Path, text: str, times: int, failures: Any) -> None:
+    for _ in range(times):
+        try:
+            write_atomic(path, text)
+        except OSError as exc:
+            failures.put(repr(exc))
+            return
+
+
+def test_two_processes_writing_one_file_at_once_both_succeed(tmp_path: Path) -> None:
+    """The agent and the supervisor it forked record the supervisor's pid at once: neither
+    write may take the other's temporary file away (the supervisor died of it)."""
+    context = multiprocessing.get_context("fork")
+    failures = context.SimpleQueue()
+    target = tmp_path / "pid"
+    writers = [
+        context.Process(target=_write_many, args=(target, text, 400, failures))
+        for text in ("111", "222")
+    ]
+    for writer in writers:
+        writer.start()
+    for writer in writers:
+        writer.join(60)
+    assert [w.exitcode for w in writers] == [0, 0]
+    assert failures.empty(), failures.get()
+    assert target.read_text() in ("111", "222")
+    assert [p.name for p in tmp_path.iterdir()] == ["pid"]  # no temporary file left

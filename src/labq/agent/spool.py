@@ -42,8 +42,12 @@ class Fenced(LabqError):  # noqa: N818 - the name says what happened
 
 
 def write_atomic(path: Path, text: str, mode: int = 0o600) -> None:
-    """Replace ``path`` with ``text`` whole: a reader sees the old file or the new one."""
-    tmp = path.with_name(f".{path.name}.tmp")
+    """Replace ``path`` with ``text`` whole: a reader sees the old file or the new one.
+
+    Writers at once (the agent and the supervisor it forked both record the supervisor's
+    pid) each write a file of their own: with one shared name, one's rename took the
+    other's file away under it, and the supervisor died before it ran the set."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     with os.fdopen(fd, "w") as f:
         f.write(text)
