@@ -81,6 +81,9 @@ ONE_WORKER = {
     "tests/acceptance/test_demo_vms.py": "vms",
     "tests/acceptance/test_isolation.py": "task-uids",
     "tests/test_workers.py": "probe",  # checks that these groups hold
+    # one exploration per lab, kept for the module's tests that read it (explored()): apart,
+    # a second worker explored every lab again (20 s)
+    "tests/explore/test_explore.py": "explore",
     # one labq server and one Chromium for the pages; the sync Playwright API keeps an event
     # loop running in the worker while Chromium is up (asyncio.run fails beside it), so the
     # browser is the package's and ends with its last test
@@ -120,7 +123,8 @@ FIRST = frozenset(
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Keep each of :data:`ONE_WORKER`'s modules on one worker; mark :data:`ALONE`'s; put
-    the modules of long tests (:data:`FIRST`, ``slow``) first, each module kept whole."""
+    those groups and the modules of long tests (:data:`FIRST`, ``slow``) first, each module
+    kept whole."""
     first: set[str] = set()
     for item in items:
         module = item.nodeid.split("::", 1)[0]
@@ -129,6 +133,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group(name=group))
         if module in ALONE:
             item.add_marker(pytest.mark.alone)
-        if module in FIRST or item.get_closest_marker("slow") is not None:
+        # a group keeps to one worker: begun last, the other worker would idle while it runs
+        if module in FIRST or group is not None or item.get_closest_marker("slow") is not None:
             first.add(module)
     items.sort(key=lambda item: item.nodeid.split("::", 1)[0] not in first)  # stable
