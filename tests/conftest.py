@@ -123,8 +123,8 @@ FIRST = frozenset(
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Keep each of :data:`ONE_WORKER`'s modules on one worker; mark :data:`ALONE`'s; put
-    those groups and the modules of long tests (:data:`FIRST`, ``slow``) first, each module
-    kept whole."""
+    the modules of long tests (:data:`FIRST`, ``slow``) first, each module kept whole (the
+    groups go first anyway: pytest-xdist hands out its work units largest first)."""
     first: set[str] = set()
     for item in items:
         module = item.nodeid.split("::", 1)[0]
@@ -133,7 +133,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group(name=group))
         if module in ALONE:
             item.add_marker(pytest.mark.alone)
-        # a group keeps to one worker: begun last, the other worker would idle while it runs
-        if module in FIRST or group is not None or item.get_closest_marker("slow") is not None:
+        if module in FIRST or item.get_closest_marker("slow") is not None:
             first.add(module)
     items.sort(key=lambda item: item.nodeid.split("::", 1)[0] not in first)  # stable
