@@ -6,9 +6,11 @@ that adds the marks after xdist read them nor a pytest whose ids xdist can no lo
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from tests.conftest import ONE_WORKER, one_worker_group
+from tests.conftest import ALONE, ONE_WORKER, one_worker_group
 
 
 def expected_group(item: pytest.Item) -> str | None:
@@ -31,3 +33,16 @@ def test_every_grouped_test_carries_its_group(request: pytest.FixtureRequest) ->
     grouped = {item.nodeid: expected_group(item) for item in items if expected_group(item)}
     apart = [nodeid for nodeid, group in grouped.items() if not nodeid.endswith(f"@{group}")]
     assert apart == [], f"{len(apart)} grouped tests run wherever a worker is free: {apart[:3]}"
+
+
+def test_every_alone_test_is_where_scripts_test_looks_for_them() -> None:
+    """scripts/test collects the ``alone`` phase from tests/acceptance only."""
+    tests = Path(__file__).parent
+    marked = {
+        path.relative_to(tests.parent).as_posix()
+        for path in tests.rglob("test_*.py")
+        if path != Path(__file__) and "mark.alone" in path.read_text()
+    }
+    assert marked, "no test is marked alone: the search is wrong"
+    outside = sorted(m for m in marked | ALONE if not m.startswith("tests/acceptance/"))
+    assert outside == [], f"alone tests scripts/test would not run: {outside}"

@@ -35,6 +35,12 @@ from .conftest import fresh_pg_database
 
 pytestmark = pytest.mark.slow
 
+# Two at a time at most (the alone phase runs four tests at once): they check fences and
+# leases of seconds. With all five free to run at once, one failed in ten runs of the phase
+# (its cause not found: the run's files were gone); two at a time is how they had run clean.
+AGENTS_A = pytest.mark.xdist_group("agents-a")
+AGENTS_B = pytest.mark.xdist_group("agents-b")
+
 
 def two_host_job(lab: str) -> dict[str, object]:
     task = {"name": "where", "run": 'echo "$LABQ_FQDN in $LABQ_LAB at $PWD"'}
@@ -83,6 +89,7 @@ def task_logs(server: Server, job_id: int) -> dict[str, str]:
 # --- (a) two agents, two labs, logs read through the API ---------------------------------
 
 
+@AGENTS_A
 @pytest.mark.postgres
 def test_two_agents_run_a_two_host_job_each_in_their_own_lab(tmp_path, pg_database):
     with agent_server(tmp_path, pg_database) as server:
@@ -118,6 +125,7 @@ def test_two_agents_run_a_two_host_job_each_in_their_own_lab(tmp_path, pg_databa
 # --- (b) an agent killed mid-task: restarted, it adopts; left down, the set moves on ------
 
 
+@AGENTS_B
 def test_an_agent_killed_mid_task_and_restarted_adopts_and_finishes_the_set(tmp_path):
     # the task waits at tick 2 until the agent is back, however long a restart takes; the
     # lease (half the timeout: 60 s) outlasts a restart on a loaded machine
@@ -140,6 +148,7 @@ def test_an_agent_killed_mid_task_and_restarted_adopts_and_finishes_the_set(tmp_
             assert "adopted (its supervisor running)" in east.output()
 
 
+@AGENTS_B
 def test_an_agent_left_down_has_its_set_aborted_and_retried_in_the_other_lab(tmp_path):
     with agent_server(tmp_path, f"sqlite:///{tmp_path / 'labq.db'}", timeout=6) as server:
         server.lab("east", "e1.east")
@@ -173,6 +182,7 @@ def test_an_agent_left_down_has_its_set_aborted_and_retried_in_the_other_lab(tmp
 # --- (c) an agent token is good for its own labs' sets only; no database URL anywhere ----
 
 
+@AGENTS_B
 def test_an_agent_token_cannot_touch_another_labs_set_and_agents_never_hold_the_database(
     tmp_path,
 ):
@@ -273,6 +283,7 @@ def check_no_database_url(database: str, *made: Agent) -> None:
 # --- (d) a partition longer than the lease: the tasks stop, no set runs twice -----------
 
 
+@AGENTS_A
 def test_an_agent_cut_off_from_the_server_stops_its_tasks_and_no_set_runs_twice(tmp_path):
     marks = tmp_path / "marks"
     marks.mkdir()
