@@ -10,6 +10,15 @@ from labq.dispatch.plan import RecipePlan, SetPlan, SystemInfo, TaskPlan
 from labq.domain.states import RecipeState
 
 GRACE = 0.5
+# a lab's VM provider in settings (labs.NAME.vms), the command kind, whose hooks do nothing
+COMMAND_VMS = {
+    "kind": "command",
+    "max_vms": 1,
+    "max_vcpus": 1,
+    "max_memory": 1024,
+    "sizes": [{"name": "s", "cpus": 1, "memory": 1024}],
+    "command": {"create": ["true"], "destroy": ["true"], "list": ["true"]},
+}
 
 
 class RecordingReporter:

@@ -9,6 +9,8 @@ from labq.config import Settings
 from labq.dispatch.dispatcher import backends_preload
 from labq.dispatch.forkwire import DRIVERS, SSH_PRELOAD, drivers_of
 
+from .conftest import COMMAND_VMS
+
 
 @pytest.mark.parametrize(
     ("url", "backend"),
@@ -28,23 +30,13 @@ def test_a_url_nobody_can_read_preloads_nothing() -> None:
     assert drivers_of("mysql://db.example.com/labq") == ()
 
 
-VMS = {
-    "kind": "command",
-    "max_vms": 1,
-    "max_vcpus": 1,
-    "max_memory": 1024,
-    "sizes": [{"name": "s", "cpus": 1, "memory": 1024}],
-    "command": {"create": ["true"], "destroy": ["true"], "list": ["true"]},
-}
-
-
 @pytest.mark.parametrize(
     ("labs", "preloaded"),
     [
         ({}, ()),
         ({"lab1": {"backend": "local"}}, ()),
         ({"lab1": {}, "lab2": {"backend": "ssh", "ssh": {"user": "root"}}}, SSH_PRELOAD),
-        ({"lab1": {"vms": VMS}}, SSH_PRELOAD),
+        ({"lab1": {"vms": COMMAND_VMS}}, SSH_PRELOAD),
     ],
 )
 def test_ssh_is_preloaded_only_for_a_lab_reached_over_ssh(

@@ -13,7 +13,7 @@ from labq.dispatch.plan import GuestPlan, RecipePlan, SetPlan
 from labq.dispatch.runner import run_set
 from labq.domain.states import RecipeState, Result
 
-from .conftest import GRACE, set_logs, system, task, workspace
+from .conftest import COMMAND_VMS, GRACE, set_logs, system, task, workspace
 
 R = RecipeState
 HOOKS = HookSet(
@@ -130,14 +130,6 @@ def test_a_guest_named_like_a_system_of_the_set_is_refused(local, data_dir, repo
 
 
 SSH_LAB = {"backend": "ssh", "ssh": {"user": "root", "port": 2222}}
-COMMAND_VMS = {
-    "kind": "command",
-    "max_vms": 1,
-    "max_vcpus": 1,
-    "max_memory": 1024,
-    "sizes": [{"name": "s", "cpus": 1, "memory": 1024}],
-    "command": {"create": ["true"], "destroy": ["true"], "list": ["true"]},
-}
 
 
 @pytest.mark.parametrize("vms", [None, COMMAND_VMS], ids=["alone", "beside-vm-slots"])
