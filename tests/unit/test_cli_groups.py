@@ -5,6 +5,7 @@ one of that group's ``also`` modules, or its commands would vanish from the comm
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -60,25 +61,25 @@ def test_every_module_that_adds_to_a_group_is_imported_with_it() -> None:
             assert module in LAZY[name][2], f"{module} adds to `labq {name}`: list it in LAZY"
 
 
+def imported(probe: str, heavy: tuple[str, ...]) -> list[str]:
+    """Which of ``heavy`` a fresh interpreter has imported after running ``probe``."""
+    check = f"\nimport json, sys\nprint(json.dumps([m for m in {heavy!r} if m in sys.modules]))"
+    argv = [sys.executable, "-c", probe + check]
+    done = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=60)
+    found: list[str] = json.loads(done.stdout.splitlines()[-1])
+    return found
+
+
 def test_a_command_that_needs_no_server_imports_neither_httpx_nor_the_parsers() -> None:
     """``labq --version``, ``labq sim …``, ``labq init`` start without the client's imports."""
-    probe = (
-        "import sys\n"
-        "from labq.cli import run, cli\n"
-        "run(cli.main, ['--version'])\n"
-        "print(sorted(m for m in ('httpx', 'rich', 'lxml', 'labq.domain.job') if m in sys.modules))"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
-    )
-    assert done.stdout.splitlines()[-1] == "[]"
+    probe = "from labq.cli import run, cli\nrun(cli.main, ['--version'])"
+    assert imported(probe, ("httpx", "rich", "lxml", "labq.domain.job")) == []
 
 
 def test_a_server_imports_no_http_client_and_no_ssh_library() -> None:
     """``labq server`` (the group's callback, the server's modules, its app) imports neither
     httpx nor asyncssh nor the supervisor that would: half a second or more of every start."""
     probe = (
-        "import sys\n"
         "from sqlalchemy import create_engine\n"
         "from labq.cli import run, cli\n"
         "run(cli.main, ['server', '--help'])\n"
@@ -86,14 +87,10 @@ def test_a_server_imports_no_http_client_and_no_ssh_library() -> None:
         "from labq.config import Settings\n"
         "from labq.usecases.ports import NoScheduler\n"
         "from labq.webapp import create_app\n"
-        "create_app(create_engine('sqlite://'), Settings(), NoScheduler())\n"
-        "heavy = ('httpx', 'asyncssh', 'labq.dispatch.supervisor', 'labq.client')\n"
-        "print(sorted(m for m in heavy if m in sys.modules))"
+        "create_app(create_engine('sqlite://'), Settings(), NoScheduler())"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
-    )
-    assert done.stdout.splitlines()[-1] == "[]"
+    heavy = ("httpx", "asyncssh", "labq.dispatch.supervisor", "labq.client")
+    assert imported(probe, heavy) == []
 
 
 def test_the_url_options_help_names_the_clients_default() -> None:
